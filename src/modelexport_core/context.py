@@ -1,0 +1,60 @@
+"""Building the :class:`ExportContext` a strategy receives from a model and its example inputs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .strategy import ExportContext
+from .wrapper import forward_parameters, output_names, wrap_model
+
+if TYPE_CHECKING:
+    import torch
+
+
+def takes_keywords(model: "torch.nn.Module", input_names: list[str]) -> bool:
+    """Whether the model should be called with its inputs as keywords (every name is a forward parameter)."""
+    params = forward_parameters(model)
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return True
+    return all(name in params for name in input_names)
+
+
+def default_dynamic_axes(inputs: Mapping[str, "torch.Tensor"]) -> dict[str, dict[int, str]]:
+    """Batch dynamic for every input of rank >= 1; sequence too for integer (token) inputs of rank 2."""
+    import torch
+
+    axes: dict[str, dict[int, str]] = {}
+    for name, tensor in inputs.items():
+        if tensor.dim() == 0:
+            continue
+        axes[name] = {0: "batch"}
+        if tensor.dim() == 2 and not torch.is_floating_point(tensor):
+            axes[name][1] = "sequence"
+    return axes
+
+
+def make_context(
+    model: "torch.nn.Module",
+    inputs: Mapping[str, "torch.Tensor"],
+    *,
+    dynamic: bool = True,
+    opset: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    by_keyword: bool | None = None,
+) -> ExportContext:
+    """Wrap ``model`` for export and describe the export of it with ``inputs``."""
+    model.eval()
+    names = list(inputs)
+    if by_keyword is None:
+        by_keyword = takes_keywords(model, names)
+    wrapper = wrap_model(model, names, by_keyword).eval()
+    return ExportContext(
+        model=model,
+        module=wrapper,
+        args=tuple(inputs.values()),
+        input_names=names,
+        output_names=output_names(model, dict(inputs), by_keyword),
+        dynamic_axes=default_dynamic_axes(inputs) if dynamic else {},
+        opset=opset,
+        options=dict(options or {}),
+    )

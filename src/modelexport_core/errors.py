@@ -1,0 +1,39 @@
+"""Exceptions for the mistakes a user can make; the CLI prints each as one line."""
+
+from __future__ import annotations
+
+
+class ModelExportError(Exception):
+    """Base of every error the CLI reports as one line without a traceback."""
+
+
+class ModelLoadError(ModelExportError):
+    """The model could not be loaded: unknown id or path, or a factory that failed."""
+
+
+class InputSpecError(ModelExportError):
+    """The example inputs could not be made or the input-spec file is wrong."""
+
+
+class UnknownStrategyError(ModelExportError):
+    """A strategy name that no installed plugin provides."""
+
+
+class DuplicateStrategyError(ModelExportError):
+    """Two installed distributions provide a strategy of the same name."""
+
+
+class AllStrategiesFailedError(ModelExportError):
+    """Every strategy in the chain failed; the message lists each one's reason."""
+
+
+class OutputPathError(ModelExportError):
+    """The output cannot be written where the user asked."""
+
+
+class VerificationError(ModelExportError):
+    """onnxruntime's output differs from PyTorch's beyond the tolerance."""
+
+
+class StrategyOptionError(ModelExportError):
+    """A ``-O strategy.option=value`` that names no option or has a bad value."""

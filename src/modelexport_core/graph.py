@@ -1,0 +1,89 @@
+"""ONNX graph walking shared by strategies: producers, consumers, filling gaps."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .tags import common_ancestor
+
+if TYPE_CHECKING:
+    import onnx
+
+
+def node_key(node: "onnx.NodeProto", index: int) -> str:
+    """The name a node is known by in results and the sidecar: its name, or op and index if unnamed."""
+    return node.name or f"{node.op_type}#{index}"
+
+
+@dataclass
+class GraphIndex:
+    """Which node produces and which nodes consume each value of a graph."""
+
+    keys: list[str]
+    producer: dict[str, int]
+    consumers: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, graph: "onnx.GraphProto") -> "GraphIndex":
+        keys = [node_key(node, i) for i, node in enumerate(graph.node)]
+        producer: dict[str, int] = {}
+        consumers: dict[str, list[int]] = defaultdict(list)
+        for i, node in enumerate(graph.node):
+            for value in node.output:
+                if value:
+                    producer[value] = i
+            for value in _used_values(node):
+                consumers[value].append(i)
+        return cls(keys, producer, dict(consumers))
+
+    def node_consumers(self, graph: "onnx.GraphProto", i: int) -> list[int]:
+        return sorted({c for value in graph.node[i].output if value for c in self.consumers.get(value, [])})
+
+    def node_producers(self, graph: "onnx.GraphProto", i: int) -> list[int]:
+        return sorted({self.producer[v] for v in _used_values(graph.node[i]) if v in self.producer})
+
+
+def _used_values(node: "onnx.NodeProto") -> list[str]:
+    """Inputs of a node, including values its subgraphs (If/Loop/Scan bodies) read from outside."""
+    used = [value for value in node.input if value]
+    for attribute in node.attribute:
+        for subgraph in list(attribute.g.node and [attribute.g] or []) + list(attribute.graphs):
+            produced = {o for n in subgraph.node for o in n.output} | {i.name for i in subgraph.input}
+            produced |= {init.name for init in subgraph.initializer}
+            for sub_node in subgraph.node:
+                used.extend(v for v in _used_values(sub_node) if v and v not in produced)
+    return used
+
+
+def fill_missing_modules(graph: "onnx.GraphProto", node_modules: dict[str, str]) -> dict[str, str]:
+    """Give every node without a module the module its neighbours agree on.
+
+    A node left out (an initializer Identity, a folded constant, a node the optimizer
+    made) gets the deepest common module of the nodes that consume its outputs; a node
+    with no tagged consumer gets that of its producers; a node with neither gets the
+    root. Consumers are preferred because constants and shape arithmetic exist to serve
+    the node that reads them. Returns a new mapping with every node of ``graph``.
+    """
+    index = GraphIndex.of(graph)
+    result = {key: node_modules[key] for key in index.keys if key in node_modules}
+    missing = [i for i, key in enumerate(index.keys) if key not in result]
+    for neighbours in (index.node_consumers, index.node_producers):
+        changed = True
+        while missing and changed:
+            changed = False
+            still_missing = []
+            # consumers come after a node, so walk backwards for them and forwards for producers
+            order = reversed(missing) if neighbours is index.node_consumers else missing
+            for i in order:
+                known = [result[index.keys[j]] for j in neighbours(graph, i) if index.keys[j] in result]
+                if known:
+                    result[index.keys[i]] = common_ancestor(known)
+                    changed = True
+                else:
+                    still_missing.append(i)
+            missing = sorted(still_missing)
+    for i in missing:
+        result[index.keys[i]] = ""
+    return result

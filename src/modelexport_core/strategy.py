@@ -1,0 +1,124 @@
+"""The tagging-strategy interface: what a strategy receives, what it returns.
+
+A strategy exports the model to ONNX with whatever exporter it likes and says, for
+every ONNX node it wrote, which module of the user's model produced it. It does not
+build tags or write metadata: the core does that, the same way for every strategy.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+if TYPE_CHECKING:  # torch and onnx are imported lazily so that listing strategies stays fast
+    import onnx
+    import torch
+
+WRAPPER_ATTRIBUTE = "model"
+"""Attribute under which the export wrapper holds the user's model."""
+
+
+class StrategyUnavailable(Exception):
+    """Raised by a strategy that cannot handle this model; the next strategy is tried."""
+
+
+class StrategyFailed(Exception):
+    """Raised by a strategy that tried and failed; the next strategy is tried."""
+
+
+@dataclass(frozen=True)
+class StrategyOption:
+    """A strategy-specific option, set on the CLI as ``-O <strategy>.<name>=<value>``."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+
+
+@dataclass
+class ExportContext:
+    """Everything a strategy needs to export and tag one model.
+
+    ``module`` is what gets exported: a wrapper that takes ``args`` positionally (in
+    ``input_names`` order), calls the user's model with caches off and returns a flat
+    tuple of tensors named ``output_names``. The user's model sits in it as the
+    attribute ``model``, so module names seen inside an export carry the prefix
+    ``model.``; :meth:`model_qualname` strips it.
+    """
+
+    model: "torch.nn.Module"
+    module: "torch.nn.Module"
+    args: tuple["torch.Tensor", ...]
+    input_names: list[str]
+    output_names: list[str]
+    dynamic_axes: dict[str, dict[int, str]] = field(default_factory=dict)
+    opset: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def model_qualname(self, exported_qualname: str) -> str:
+        """Map a module name inside ``module`` to its name in the user's model ('' is the root)."""
+        if exported_qualname == WRAPPER_ATTRIBUTE:
+            return ""
+        prefix = WRAPPER_ATTRIBUTE + "."
+        if exported_qualname.startswith(prefix):
+            return exported_qualname[len(prefix):]
+        return ""  # the wrapper itself and anything outside the model belong to the root
+
+    @property
+    def is_dynamic(self) -> bool:
+        return bool(self.dynamic_axes)
+
+
+@dataclass
+class TaggingResult:
+    """What a strategy found: the module of the user's model behind each ONNX node.
+
+    ``node_modules`` maps every node name of the written ONNX graph to the qualified
+    name of the innermost module that produced it ('' for the root). torch.nn modules
+    may appear: the core folds them into their nearest kept ancestor when it builds
+    tags. ``also`` lists further modules a node serves (a shared constant, a residual
+    add). ``details`` is a JSON-serialisable section the sidecar keeps for this
+    strategy (an execution trace, statistics).
+    """
+
+    node_modules: dict[str, str]
+    exporter: str
+    also: dict[str, list[str]] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class TaggingStrategy(ABC):
+    """Base class of every tagging strategy.
+
+    Subclasses set the class attributes and implement :meth:`export`. A plugin returns
+    its subclasses from the ``modelexport_strategies`` hook.
+    """
+
+    name: ClassVar[str]
+    """Unique lowercase name, used with ``--strategy``."""
+    priority: ClassVar[int] = 0
+    """Higher is tried first when the user names no strategy."""
+    description: ClassVar[str] = ""
+    requires: ClassVar[str] = ""
+    """What the strategy needs of a model or of the environment, in a sentence."""
+    options: ClassVar[tuple[StrategyOption, ...]] = ()
+
+    def check(self, ctx: ExportContext) -> None:
+        """Raise :class:`StrategyUnavailable` if this strategy cannot handle the model."""
+
+    @abstractmethod
+    def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
+        """Write the model as ONNX to ``onnx_path`` and say which module made each node.
+
+        Raise :class:`StrategyFailed` with a one-line reason when the export fails.
+        """
+
+    def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
+        """Tag an ONNX graph exported elsewhere (``modelexport tag``), without exporting.
+
+        Strategies that need their own export keep this default, which declines.
+        """
+        raise StrategyUnavailable(f"strategy {self.name!r} cannot tag an existing ONNX file")
