@@ -1,0 +1,10 @@
+"""modelexport plugin: the ``builtin_tracking`` strategy."""
+
+from modelexport_core import hookimpl
+
+
+@hookimpl
+def modelexport_strategies():
+    from .strategy import BuiltinTrackingStrategy
+
+    return [BuiltinTrackingStrategy]

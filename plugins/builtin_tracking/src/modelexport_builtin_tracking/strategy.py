@@ -1,0 +1,88 @@
+"""The ``builtin_tracking`` strategy: PyTorch's own module scopes from the TorchScript tracer."""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from pathlib import Path
+
+from modelexport_core import ExportContext, StrategyFailed, TaggingResult, TaggingStrategy
+from modelexport_core.graph import fill_missing_modules, node_key
+
+from .scopes import recording_scopes
+
+DEFAULT_OPSET = 17
+
+
+def parameter_owner(name: str, parameter_names: set[str]) -> str | None:
+    """The module owning parameter or buffer ``name`` (in the exported module), if it is one."""
+    if name in parameter_names:
+        return name.rpartition(".")[0]
+    return None
+
+
+class BuiltinTrackingStrategy(TaggingStrategy):
+    """Every node gets the module whose forward was running when the tracer recorded its op."""
+
+    name = "builtin_tracking"
+    priority = 200
+    description = (
+        "PyTorch's own module tracking in the TorchScript exporter: the tracer's scope for every node; "
+        "initializer Identity nodes get the parameter's owner"
+    )
+    requires = "a model the TorchScript tracer can trace (torch.onnx.export with dynamo=False)"
+
+    def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
+        import onnx
+        import torch
+
+        opset = ctx.opset or DEFAULT_OPSET
+        with recording_scopes() as scopes, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                torch.onnx.export(
+                    ctx.module,
+                    ctx.args,
+                    str(onnx_path),
+                    input_names=ctx.input_names,
+                    output_names=ctx.output_names,
+                    dynamic_axes=ctx.dynamic_axes or None,
+                    opset_version=opset,
+                    dynamo=False,
+                )
+            except Exception as error:
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                raise StrategyFailed(f"TorchScript export failed: {reason}") from error
+        model = onnx.load(str(onnx_path), load_external_data=False)
+        return self.tag_from_scopes(ctx, model, scopes)
+
+    def tag_from_scopes(
+        self, ctx: ExportContext, model: "onnx.ModelProto", scopes: dict[str, str | None]
+    ) -> TaggingResult:
+        """Module of each node: its tracer scope, else its parameter's owner, else its neighbours'."""
+        parameter_names = {name for name, _ in ctx.module.named_parameters(remove_duplicate=False)}
+        parameter_names |= {name for name, _ in ctx.module.named_buffers(remove_duplicate=False)}
+        node_modules: dict[str, str] = {}
+        sources: Counter[str] = Counter()
+        for i, node in enumerate(model.graph.node):
+            key = node_key(node, i)
+            scoped = scopes.get(node.name)
+            if scoped is not None:
+                node_modules[key] = ctx.model_qualname(scoped)
+                sources["tracer_scope"] += 1
+                continue
+            owners = [
+                owner
+                for value in list(node.output) + list(node.input)
+                if (owner := parameter_owner(value, parameter_names)) is not None
+            ]
+            if owners:
+                node_modules[key] = ctx.model_qualname(owners[0])
+                sources["parameter_owner"] += 1
+        filled = fill_missing_modules(model.graph, node_modules)
+        sources["neighbours"] = len(filled) - len(node_modules)
+        return TaggingResult(
+            node_modules=filled,
+            exporter="torchscript",
+            details={"node_sources": dict(sources)},
+        )

@@ -1,0 +1,196 @@
+"""The ``modelexport`` command: a thin typer app over the library."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import ModelExportError
+from .plugins import PluginLoadWarning
+
+app = typer.Typer(
+    help="Export PyTorch models to ONNX with every node tagged by the module that produced it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turn library errors into one line on stderr and a non-zero exit; plugin warnings into lines."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("always", PluginLoadWarning)
+        try:
+            yield
+        except ModelExportError as error:
+            _flush_warnings(caught)
+            _fail(str(error))
+        except KeyboardInterrupt:
+            _fail("interrupted; nothing was written", 130)
+        except typer.Exit:
+            raise
+        except Exception as error:
+            if os.environ.get("MODELEXPORT_DEBUG"):
+                raise
+            first_line = (str(error).strip().splitlines() or [""])[0]
+            _fail(f"unexpected {type(error).__name__}: {first_line} (set MODELEXPORT_DEBUG=1 for the traceback)")
+        _flush_warnings(caught)
+
+
+def _flush_warnings(caught: list[warnings.WarningMessage]) -> None:
+    for warning in caught:
+        if issubclass(warning.category, PluginLoadWarning):
+            err_console.print(f"[yellow]warning:[/] {warning.message}", highlight=False, soft_wrap=True)
+
+
+def _quiet_libraries() -> None:
+    try:
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+    except ImportError:
+        pass
+
+
+def _split_strategies(value: Optional[str]) -> Optional[list[str]]:
+    if not value:
+        return None
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+@app.command()
+def export(
+    model: str = typer.Argument(..., help="preset:NAME, a Hugging Face id or directory, or a factory file.py:fn / pkg.mod:fn"),
+    output: Path = typer.Argument(..., help="Where to write the ONNX file; the sidecar goes beside it"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="Strategies to try in order, comma-separated"),
+    torch_module: bool = typer.Option(False, "--torch-module", help="Keep torch.nn modules in tags"),
+    opset: Optional[int] = typer.Option(None, "--opset", help="ONNX opset (default: the strategy's)"),
+    input_specs: Optional[Path] = typer.Option(None, "--input-specs", help="JSON file of input names, shapes, dtypes"),
+    do_verify: bool = typer.Option(True, "--verify/--no-verify", help="Compare onnxruntime with PyTorch"),
+    atol: float = typer.Option(1e-4, "--atol", help="Largest absolute difference verification accepts"),
+    doc_string: bool = typer.Option(False, "--doc-string", help="Also write the JSON hierarchy into each node's doc_string"),
+    static: bool = typer.Option(False, "--static", help="Fixed input shapes (default: dynamic batch and sequence)"),
+    strategy_option: List[str] = typer.Option([], "--option", "-O", help="Strategy option STRATEGY.NAME=VALUE (see `modelexport strategies`)"),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+) -> None:
+    """Export MODEL to OUTPUT with every node tagged, and write OUTPUT's .hierarchy.json sidecar."""
+    from .export import ExportOptions, export_model
+    from .models import load_model
+    from .options import parse_assignments
+    from .progress import progress_display
+
+    with _user_errors():
+        _quiet_libraries()
+        options = ExportOptions(
+            strategies=_split_strategies(strategy),
+            keep_torch_modules=torch_module,
+            opset=opset,
+            dynamic=not static,
+            verify=do_verify,
+            atol=atol,
+            doc_string=doc_string,
+            input_specs=input_specs,
+            strategy_options=parse_assignments(strategy_option),
+        )
+        with progress_display(err_console, enabled=not as_json) as progress:
+            progress(f"loading {model}")
+            loaded = load_model(model)
+            report = export_model(loaded, output, options, progress)
+        for attempt in report.attempts:
+            if attempt.status != "ok":
+                err_console.print(
+                    f"[yellow]warning:[/] strategy {attempt.strategy} {attempt.status}: {attempt.reason}",
+                    highlight=False, soft_wrap=True,
+                )
+        summary = {
+            "output": str(report.onnx_path),
+            "sidecar": str(report.sidecar_path),
+            "strategy": report.strategy,
+            "attempted": [a.strategy for a in report.attempts],
+            "nodes": report.node_count,
+            "coverage": report.coverage,
+            "modules": report.module_count,
+            "distinct_tags": report.tag_count,
+            "seconds": round(report.seconds, 2),
+            "max_abs_diff": None if report.verification is None else report.verification.max_abs_diff,
+        }
+        if as_json:
+            print(json.dumps(summary))
+            return
+        table = Table(show_header=False, box=None, pad_edge=False)
+        table.add_row("output", f"{report.onnx_path}  (+ {report.sidecar_path.name})")
+        table.add_row("strategy", report.strategy + (f"  (tried {', '.join(summary['attempted'])})" if len(report.attempts) > 1 else ""))
+        table.add_row("nodes", f"{report.node_count}, {report.coverage:.0%} tagged with {report.tag_count} distinct tags")
+        table.add_row("modules", str(report.module_count))
+        if report.verification is not None:
+            shapes = len(report.verification.checks)
+            table.add_row("verified", f"max abs diff {report.verification.max_abs_diff:.2e} over {shapes} input shape(s)")
+        table.add_row("time", f"{report.seconds:.1f} s")
+        console.print(table)
+
+
+@app.command()
+def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON")) -> None:
+    """List the installed tagging strategies, in the order they are tried."""
+    from .plugins import get_strategies
+
+    with _user_errors():
+        found = get_strategies()
+        rows = [
+            {
+                "name": info.name,
+                "priority": info.priority,
+                "distribution": info.distribution,
+                "version": info.version,
+                "description": info.strategy.description,
+                "requires": info.strategy.requires,
+                "options": [
+                    {"name": o.name, "type": o.type.__name__, "default": o.default, "help": o.help}
+                    for o in info.strategy.options
+                ],
+            }
+            for info in found
+        ]
+        if as_json:
+            print(json.dumps(rows, default=str))
+            return
+        if not rows:
+            console.print("no strategies installed; install a plugin such as modelexport-fx")
+            return
+        table = Table(title="Installed strategies (tried in this order)")
+        for column in ("name", "priority", "distribution", "description"):
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            description = row["description"]
+            if row["requires"]:
+                description += f"\n[dim]needs: {row['requires']}[/]"
+            for option in row["options"]:
+                description += f"\n[dim]-O {row['name']}.{option['name']}={option['default']}: {option['help']}[/]"
+            table.add_row(row["name"], str(row["priority"]), f"{row['distribution']} {row['version']}", description)
+        console.print(table)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Loading the model to export: a preset, a Python factory, or a Hugging Face id or directory."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import ModelLoadError
+from .presets import PRESETS, build_preset
+
+if TYPE_CHECKING:
+    import torch
+
+PRESET_PREFIX = "preset:"
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to export, with example inputs where its source gave them."""
+
+    model: "torch.nn.Module"
+    source: str
+    kind: str  # "preset", "factory" or "huggingface"
+    inputs: dict[str, "torch.Tensor"] | None = None
+    tokenizer: Any = None
+    by_keyword: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _is_factory_spec(spec: str) -> bool:
+    target, sep, attribute = spec.rpartition(":")
+    if not sep or not target or not attribute.isidentifier():
+        return False
+    return target.endswith(".py") or all(part.isidentifier() for part in target.split("."))
+
+
+def _import_factory(spec: str):
+    target, _, attribute = spec.rpartition(":")
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_file():
+            raise ModelLoadError(f"factory file {target} does not exist")
+        module_name = f"modelexport_factory_{abs(hash(path.resolve()))}"
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise ModelLoadError(f"cannot import {target}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as error:
+            raise ModelLoadError(f"importing {target} failed: {type(error).__name__}: {error}") from error
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as error:
+            raise ModelLoadError(f"cannot import module {target!r}: {error}") from error
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise ModelLoadError(f"{target} has no callable {attribute!r}")
+    return factory
+
+
+def _tensor_inputs(value: Any, spec: str) -> dict[str, "torch.Tensor"]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        value = (value,)
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items()):
+            raise ModelLoadError(f"factory {spec} returned inputs that are not a dict of name -> tensor")
+        return dict(value)
+    if isinstance(value, (tuple, list)):
+        if not all(isinstance(v, torch.Tensor) for v in value):
+            raise ModelLoadError(f"factory {spec} returned inputs that are not a tuple of tensors")
+        return {f"input_{i}": v for i, v in enumerate(value)}
+    raise ModelLoadError(f"factory {spec} returned inputs of type {type(value).__name__}; expected a tuple or dict")
+
+
+def load_factory(spec: str) -> LoadedModel:
+    """Call ``path/to/file.py:callable`` or ``package.module:callable``: a module or (module, inputs)."""
+    import torch
+
+    factory = _import_factory(spec)
+    try:
+        produced = factory()
+    except Exception as error:
+        raise ModelLoadError(f"factory {spec} raised {type(error).__name__}: {error}") from error
+    inputs = None
+    by_keyword = None
+    if isinstance(produced, tuple) and len(produced) == 2 and isinstance(produced[0], torch.nn.Module):
+        produced, raw_inputs = produced
+        inputs = _tensor_inputs(raw_inputs, spec)
+        by_keyword = isinstance(raw_inputs, dict)
+    if not isinstance(produced, torch.nn.Module):
+        raise ModelLoadError(
+            f"factory {spec} returned {type(produced).__name__}; expected an nn.Module or (nn.Module, inputs)"
+        )
+    return LoadedModel(produced.eval(), spec, "factory", inputs=inputs, by_keyword=by_keyword)
+
+
+def load_pretrained(spec: str) -> LoadedModel:
+    """A transformers model from a local directory or a Hugging Face id, with its tokenizer if it has one."""
+    import transformers
+
+    local = Path(spec)
+    if local.exists() and not local.is_dir():
+        raise ModelLoadError(f"{spec} is a file, not a model directory; give a directory, a preset or a factory")
+    try:
+        model = transformers.AutoModel.from_pretrained(spec)
+    except Exception as error:
+        where = "local directory" if local.is_dir() else "model id (no local directory of that name)"
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ModelLoadError(f"cannot load {spec!r} as a {where}: {first_line}") from error
+    tokenizer = None
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(spec)
+    except Exception:  # many models (vision, random configs) have no tokenizer; inputs come from the config
+        tokenizer = None
+    return LoadedModel(model.eval(), spec, "huggingface", tokenizer=tokenizer)
+
+
+def load_model(spec: str) -> LoadedModel:
+    """Load what ``spec`` names: ``preset:NAME``, a factory ``file.py:fn`` / ``pkg.mod:fn``, or an id/directory."""
+    if spec.startswith(PRESET_PREFIX):
+        name = spec[len(PRESET_PREFIX):]
+        if name not in PRESETS:
+            raise ModelLoadError(f"unknown preset {name!r}; presets: {', '.join(sorted(PRESETS))}")
+        return LoadedModel(build_preset(name), spec, "preset")
+    if _is_factory_spec(spec) and not Path(spec).exists():
+        return load_factory(spec)
+    return load_pretrained(spec)
