@@ -188,6 +188,52 @@ def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON
         console.print(table)
 
 
+@app.command()
+def inspect(
+    onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
+    as_json: bool = typer.Option(False, "--json", help="Print the tree as JSON"),
+    depth: int = typer.Option(0, "--depth", help="Show tags this many levels deep (0: all)"),
+) -> None:
+    """Show the hierarchy of tags in a tagged ONNX file, with the node count of each module."""
+    from rich.tree import Tree
+
+    from .inspect_tags import TagNode, tag_tree
+
+    with _user_errors():
+        if not onnx_file.is_file():
+            _fail(f"{onnx_file}: no such file")
+        try:
+            root, node_count, untagged = tag_tree(onnx_file)
+        except Exception as error:
+            _fail(f"{onnx_file} is not a readable ONNX file: {(str(error).splitlines() or [''])[0]}")
+
+        def as_dict(node: TagNode) -> dict:
+            return {"tag": node.tag, "nodes": node.own_nodes, "total_nodes": node.total_nodes,
+                    "op_types": dict(node.op_types.most_common()),
+                    "children": [as_dict(child) for child in node.children.values()]}
+
+        if as_json:
+            print(json.dumps({"nodes": node_count, "untagged": untagged, "tree": as_dict(root)}))
+            return
+
+        def label(node: TagNode) -> str:
+            ops = ", ".join(f"{op} {n}" for op, n in node.op_types.most_common(4))
+            more = "" if len(node.op_types) <= 4 else ", ..."
+            name = node.tag.rsplit("/", 1)[-1] or "(untagged root)"
+            return f"[bold]{name}[/]  [cyan]{node.total_nodes}[/] nodes" + (f"  [dim]{ops}{more}[/]" if ops else "")
+
+        def grow(branch: Tree, node: TagNode, level: int) -> None:
+            if depth and level >= depth:
+                return
+            for child in node.children.values():
+                grow(branch.add(label(child)), child, level + 1)
+
+        tree = Tree(label(root))
+        grow(tree, root, 1)
+        console.print(tree)
+        console.print(f"{node_count} nodes, {node_count - untagged} tagged ({(node_count - untagged) / max(node_count, 1):.0%})")
+
+
 def main() -> None:
     app()
 

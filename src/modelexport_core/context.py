@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .errors import ModelRunError
 from .strategy import ExportContext
 from .wrapper import forward_parameters, output_names, wrap_model
 
@@ -48,12 +49,20 @@ def make_context(
     if by_keyword is None:
         by_keyword = takes_keywords(model, names)
     wrapper = wrap_model(model, names, by_keyword).eval()
+    try:
+        names_out = output_names(model, dict(inputs), by_keyword)
+    except Exception as error:
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in inputs.items())
+        raise ModelRunError(
+            f"{type(model).__name__} failed on its example inputs ({shapes}): {type(error).__name__}: {first_line}"
+        ) from error
     return ExportContext(
         model=model,
         module=wrapper,
         args=tuple(inputs.values()),
         input_names=names,
-        output_names=output_names(model, dict(inputs), by_keyword),
+        output_names=names_out,
         dynamic_axes=default_dynamic_axes(inputs) if dynamic else {},
         opset=opset,
         options=dict(options or {}),

@@ -15,6 +15,10 @@ class InputSpecError(ModelExportError):
     """The example inputs could not be made or the input-spec file is wrong."""
 
 
+class ModelRunError(ModelExportError):
+    """The model raised when run in PyTorch on its example inputs."""
+
+
 class UnknownStrategyError(ModelExportError):
     """A strategy name that no installed plugin provides."""
 

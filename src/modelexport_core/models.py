@@ -103,24 +103,35 @@ def load_factory(spec: str) -> LoadedModel:
     return LoadedModel(produced.eval(), spec, "factory", inputs=inputs, by_keyword=by_keyword)
 
 
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model", "tokenizer.model")
+
+
+def _has_tokenizer_files(folder: Path) -> bool:
+    """Whether a model folder ships a tokenizer (transformers would otherwise invent an empty one)."""
+    return any((folder / name).is_file() for name in _TOKENIZER_FILES)
+
+
 def load_pretrained(spec: str) -> LoadedModel:
     """A transformers model from a local directory or a Hugging Face id, with its tokenizer if it has one."""
     import transformers
 
-    local = Path(spec)
+    local = Path(spec).expanduser()
+    if not local.exists() and (spec.startswith(("/", ".", "~")) or spec.count("/") > 1):
+        raise ModelLoadError(f"{spec}: no such directory (and not a preset:NAME, factory or model id)")
     if local.exists() and not local.is_dir():
         raise ModelLoadError(f"{spec} is a file, not a model directory; give a directory, a preset or a factory")
     try:
-        model = transformers.AutoModel.from_pretrained(spec)
+        model = transformers.AutoModel.from_pretrained(str(local) if local.is_dir() else spec)
     except Exception as error:
         where = "local directory" if local.is_dir() else "model id (no local directory of that name)"
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ModelLoadError(f"cannot load {spec!r} as a {where}: {first_line}") from error
     tokenizer = None
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(spec)
-    except Exception:  # many models (vision, random configs) have no tokenizer; inputs come from the config
-        tokenizer = None
+    if not local.is_dir() or _has_tokenizer_files(local):
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(str(local) if local.is_dir() else spec)
+        except Exception:  # many models (vision, random configs) have no tokenizer; inputs come from the config
+            tokenizer = None
     return LoadedModel(model.eval(), spec, "huggingface", tokenizer=tokenizer)
 
 

@@ -1,0 +1,31 @@
+# One-command set-up: `make demo` and `make test` each create .venv and install everything first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
+PYTEST_ARGS ?=
+
+.PHONY: install demo test clean
+
+install: $(VENV)/.installed
+
+# torch first, pinned: this exact version is a CPU wheel on the build machines; a bare `torch`
+# would pull a multi-GB CUDA build. The project's packages then find it already satisfied.
+$(VENV)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet hatchling
+	$(BIN)/python -m pip install --quiet -e ".[test]" $(foreach p,$(PLUGINS),-e $(p))
+	touch $@
+
+demo: install
+	$(BIN)/modelexport strategies
+	$(BIN)/modelexport export preset:bert out/bert.onnx
+	$(BIN)/modelexport inspect out/bert.onnx --depth 4
+
+test: install
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

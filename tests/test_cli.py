@@ -1,0 +1,115 @@
+"""The CLI through typer's CliRunner and as a real subprocess; bad input gives one line and no traceback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from modelexport_core.cli import app
+
+runner = CliRunner()
+
+
+def _one_line_error(result) -> str:
+    output = result.stderr if hasattr(result, "stderr") else result.output
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    assert result.exit_code != 0
+    assert "Traceback" not in output
+    assert lines and lines[-1].startswith("error:"), output
+    return lines[-1]
+
+
+def test_export_prints_a_summary_and_writes_both_files(tmp_path):
+    result = runner.invoke(app, ["export", "preset:bert", str(tmp_path / "bert.onnx"), "--strategy", "builtin_tracking"])
+    assert result.exit_code == 0, result.output
+    assert "builtin_tracking" in result.stdout and "100% tagged" in result.stdout and "max abs diff" in result.stdout
+    assert (tmp_path / "bert.onnx").is_file() and (tmp_path / "bert.hierarchy.json").is_file()
+
+
+def test_export_json_summary(tmp_path):
+    result = runner.invoke(
+        app, ["export", "preset:vit", str(tmp_path / "vit.onnx"), "-s", "builtin_tracking", "--json", "--static"]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["strategy"] == "builtin_tracking" and summary["coverage"] == 1.0
+    assert summary["max_abs_diff"] < 1e-4
+
+
+def test_strategies_json_lists_builtin_tracking():
+    result = runner.invoke(app, ["strategies", "--json"])
+    assert result.exit_code == 0
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert rows["builtin_tracking"]["distribution"] == "modelexport-builtin-tracking"
+    assert rows["builtin_tracking"]["priority"] > 0
+
+
+def test_unknown_model_id(tmp_path):
+    line = _one_line_error(runner.invoke(app, ["export", "no-such-org/no-such-model", str(tmp_path / "m.onnx")]))
+    assert "no-such-org/no-such-model" in line
+
+
+def test_unknown_preset(tmp_path):
+    line = _one_line_error(runner.invoke(app, ["export", "preset:nope", str(tmp_path / "m.onnx")]))
+    assert "presets:" in line and "bert" in line
+
+
+def test_factory_that_raises(tmp_path):
+    factory = tmp_path / "factory.py"
+    factory.write_text("def broken():\n    raise RuntimeError('weights missing')\n")
+    line = _one_line_error(runner.invoke(app, ["export", f"{factory}:broken", str(tmp_path / "m.onnx")]))
+    assert "weights missing" in line
+
+
+def test_factory_that_returns_the_wrong_thing(tmp_path):
+    factory = tmp_path / "factory.py"
+    factory.write_text("def wrong():\n    return 42\n")
+    line = _one_line_error(runner.invoke(app, ["export", f"{factory}:wrong", str(tmp_path / "m.onnx")]))
+    assert "expected an nn.Module" in line
+
+
+def test_unknown_strategy_lists_the_installed_ones(tmp_path):
+    line = _one_line_error(runner.invoke(app, ["export", "preset:bert", str(tmp_path / "m.onnx"), "-s", "nope"]))
+    assert "unknown strategy 'nope'" in line and "builtin_tracking" in line
+
+
+def test_unknown_strategy_option(tmp_path):
+    result = runner.invoke(
+        app, ["export", "preset:bert", str(tmp_path / "m.onnx"), "-s", "builtin_tracking", "-O", "builtin_tracking.x=1"]
+    )
+    assert "has no option 'x'" in _one_line_error(result)
+
+
+@pytest.mark.skipif(sys.platform == "win32" or __import__("os").geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_output_path(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    line = _one_line_error(runner.invoke(app, ["export", "preset:bert", str(locked / "m.onnx")]))
+    assert "cannot write" in line
+
+
+def test_output_path_under_a_file_is_refused(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    line = _one_line_error(runner.invoke(app, ["export", "preset:bert", str(blocker / "m.onnx"), "-s", "builtin_tracking"]))
+    assert "cannot create" in line
+    assert blocker.read_text() == "x"
+
+
+def test_console_script_runs_as_a_subprocess(tmp_path):
+    executable = shutil.which("modelexport") or str(Path(sys.executable).with_name("modelexport"))
+    completed = subprocess.run(
+        [executable, "export", "preset:gpt2", str(tmp_path / "gpt2.onnx"), "-s", "builtin_tracking", "--json"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    summary = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert summary["coverage"] == 1.0 and summary["strategy"] == "builtin_tracking"
+    failed = subprocess.run([executable, "export", "preset:nope", str(tmp_path / "x.onnx")], capture_output=True, text=True)
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr and failed.stderr.strip().startswith("error:")
