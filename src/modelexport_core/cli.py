@@ -62,6 +62,10 @@ def _flush_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 def _quiet_libraries() -> None:
+    """Keep library chatter (torch.onnx's registry notes, transformers' hints) off the user's screen."""
+    import logging
+
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     try:
         import transformers
 
@@ -70,10 +74,57 @@ def _quiet_libraries() -> None:
         pass
 
 
+@contextmanager
+def _stdout_kept_for(as_json: bool) -> Iterator[None]:
+    """With --json, anything libraries print goes to stderr so stdout holds only the JSON."""
+    if not as_json:
+        yield
+        return
+    from contextlib import redirect_stdout
+
+    with redirect_stdout(sys.stderr):
+        yield
+
+
 def _split_strategies(value: Optional[str]) -> Optional[list[str]]:
     if not value:
         return None
     return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def _print_report(report, as_json: bool) -> None:
+    """The summary of an export or tagging run: one table for people, one JSON line for scripts."""
+    for attempt in report.attempts:
+        if attempt.status != "ok":
+            err_console.print(
+                f"[yellow]warning:[/] strategy {attempt.strategy} {attempt.status}: {attempt.reason}",
+                highlight=False, soft_wrap=True,
+            )
+    attempted = [a.strategy for a in report.attempts]
+    if as_json:
+        print(json.dumps({
+            "output": str(report.onnx_path),
+            "sidecar": str(report.sidecar_path),
+            "strategy": report.strategy,
+            "attempted": attempted,
+            "nodes": report.node_count,
+            "coverage": report.coverage,
+            "modules": report.module_count,
+            "distinct_tags": report.tag_count,
+            "seconds": round(report.seconds, 2),
+            "max_abs_diff": None if report.verification is None else report.verification.max_abs_diff,
+        }))
+        return
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_row("output", f"{report.onnx_path}  (+ {report.sidecar_path.name})")
+    table.add_row("strategy", report.strategy + (f"  (tried {', '.join(attempted)})" if len(attempted) > 1 else ""))
+    table.add_row("nodes", f"{report.node_count}, {report.coverage:.0%} tagged with {report.tag_count} distinct tags")
+    table.add_row("modules", str(report.module_count))
+    if report.verification is not None:
+        shapes = len(report.verification.checks)
+        table.add_row("verified", f"max abs diff {report.verification.max_abs_diff:.2e} over {shapes} input shape(s)")
+    table.add_row("time", f"{report.seconds:.1f} s")
+    console.print(table)
 
 
 @app.command()
@@ -110,41 +161,11 @@ def export(
             input_specs=input_specs,
             strategy_options=parse_assignments(strategy_option),
         )
-        with progress_display(err_console, enabled=not as_json) as progress:
+        with progress_display(err_console, enabled=not as_json) as progress, _stdout_kept_for(as_json):
             progress(f"loading {model}")
             loaded = load_model(model)
             report = export_model(loaded, output, options, progress)
-        for attempt in report.attempts:
-            if attempt.status != "ok":
-                err_console.print(
-                    f"[yellow]warning:[/] strategy {attempt.strategy} {attempt.status}: {attempt.reason}",
-                    highlight=False, soft_wrap=True,
-                )
-        summary = {
-            "output": str(report.onnx_path),
-            "sidecar": str(report.sidecar_path),
-            "strategy": report.strategy,
-            "attempted": [a.strategy for a in report.attempts],
-            "nodes": report.node_count,
-            "coverage": report.coverage,
-            "modules": report.module_count,
-            "distinct_tags": report.tag_count,
-            "seconds": round(report.seconds, 2),
-            "max_abs_diff": None if report.verification is None else report.verification.max_abs_diff,
-        }
-        if as_json:
-            print(json.dumps(summary))
-            return
-        table = Table(show_header=False, box=None, pad_edge=False)
-        table.add_row("output", f"{report.onnx_path}  (+ {report.sidecar_path.name})")
-        table.add_row("strategy", report.strategy + (f"  (tried {', '.join(summary['attempted'])})" if len(report.attempts) > 1 else ""))
-        table.add_row("nodes", f"{report.node_count}, {report.coverage:.0%} tagged with {report.tag_count} distinct tags")
-        table.add_row("modules", str(report.module_count))
-        if report.verification is not None:
-            shapes = len(report.verification.checks)
-            table.add_row("verified", f"max abs diff {report.verification.max_abs_diff:.2e} over {shapes} input shape(s)")
-        table.add_row("time", f"{report.seconds:.1f} s")
-        console.print(table)
+        _print_report(report, as_json)
 
 
 @app.command()
@@ -186,6 +207,86 @@ def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON
                 description += f"\n[dim]-O {row['name']}.{option['name']}={option['default']}: {option['help']}[/]"
             table.add_row(row["name"], str(row["priority"]), f"{row['distribution']} {row['version']}", description)
         console.print(table)
+
+
+@app.command()
+def tag(
+    onnx_file: Path = typer.Argument(..., help="An ONNX file exported elsewhere"),
+    model: str = typer.Option(..., "--model", "-m", help="The PyTorch model it was exported from (as for export)"),
+    output: Path = typer.Option(..., "--output", "-o", help="Where to write the tagged copy"),
+    strategy: Optional[str] = typer.Option("usage_based", "--strategy", "-s", help="Strategies to try in order"),
+    torch_module: bool = typer.Option(False, "--torch-module", help="Keep torch.nn modules in tags"),
+    input_specs: Optional[Path] = typer.Option(None, "--input-specs", help="JSON file of input names, shapes, dtypes"),
+    doc_string: bool = typer.Option(False, "--doc-string", help="Also write the JSON hierarchy into each node's doc_string"),
+    strategy_option: List[str] = typer.Option([], "--option", "-O", help="Strategy option STRATEGY.NAME=VALUE"),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+) -> None:
+    """Tag an existing ONNX file with the modules of MODEL, from the graph and the parameters alone."""
+    from .export import ExportOptions, tag_existing
+    from .models import load_model
+    from .options import parse_assignments
+    from .progress import progress_display
+
+    with _user_errors():
+        _quiet_libraries()
+        options = ExportOptions(
+            strategies=_split_strategies(strategy), keep_torch_modules=torch_module, input_specs=input_specs,
+            doc_string=doc_string, strategy_options=parse_assignments(strategy_option),
+        )
+        with progress_display(err_console, enabled=not as_json) as progress, _stdout_kept_for(as_json):
+            progress(f"loading {model}")
+            loaded = load_model(model)
+            report = tag_existing(onnx_file, loaded, output, options, progress)
+        _print_report(report, as_json)
+
+
+@app.command()
+def compare(
+    model: str = typer.Argument(..., help="preset:NAME, a Hugging Face id or directory, or a factory"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="Strategies to compare (default: all)"),
+    torch_module: bool = typer.Option(False, "--torch-module", help="Compare with torch.nn modules kept in tags"),
+    input_specs: Optional[Path] = typer.Option(None, "--input-specs", help="JSON file of input names, shapes, dtypes"),
+    static: bool = typer.Option(False, "--static", help="Fixed input shapes"),
+    strategy_option: List[str] = typer.Option([], "--option", "-O", help="Strategy option STRATEGY.NAME=VALUE"),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON"),
+) -> None:
+    """Run each strategy on MODEL and measure its tags against PyTorch's own per-node records."""
+    from dataclasses import asdict
+
+    from .compare import compare_strategies
+    from .export import ExportOptions
+    from .models import load_model
+    from .options import parse_assignments
+    from .progress import progress_display
+
+    with _user_errors():
+        _quiet_libraries()
+        options = ExportOptions(
+            strategies=_split_strategies(strategy), keep_torch_modules=torch_module, input_specs=input_specs,
+            dynamic=not static, verify=False, strategy_options=parse_assignments(strategy_option),
+        )
+        with progress_display(err_console, enabled=not as_json) as progress, _stdout_kept_for(as_json):
+            progress(f"loading {model}")
+            loaded = load_model(model)
+            progress("running every strategy")
+            results = compare_strategies(loaded, options)
+        if as_json:
+            print(json.dumps([asdict(r) for r in results]))
+            return
+        table = Table(title=f"Strategies on {model}: tags against PyTorch's own records")
+        for column in ("strategy", "exporter", "nodes", "coverage", "agreement", "sibling errors", "time"):
+            table.add_column(column, justify="left" if column in ("strategy", "exporter") else "right")
+        for r in results:
+            if r.status != "ok":
+                table.add_row(r.strategy, "[red]failed[/]", "", "", "", "", f"{r.seconds:.1f} s")
+                continue
+            agreement = "n/a" if r.agreement is None else f"{r.agreement:.1%} of {r.reference_nodes}"
+            table.add_row(r.strategy, r.exporter, str(r.nodes), f"{r.coverage:.0%}", agreement,
+                          str(r.contaminated), f"{r.seconds:.1f} s")
+        console.print(table)
+        for r in results:
+            if r.status != "ok":
+                err_console.print(f"[yellow]{r.strategy} failed:[/] {r.reason}", highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -219,57 +219,48 @@ def run_strategies(
     raise AllStrategiesFailedError(f"every strategy failed ({reasons})")
 
 
-def export_model(
-    loaded: LoadedModel, output: Path, options: ExportOptions | None = None, progress: Progress = _quiet
+def _write_outputs(
+    ctx: ExportContext,
+    loaded: LoadedModel,
+    onnx_path: Path,
+    result: TaggingResult,
+    strategy: str,
+    attempts: list[Attempt],
+    options: ExportOptions,
+    tags: HierarchyTags,
+    output: Path,
+    progress: Progress,
+    started: float,
 ) -> ExportReport:
-    """Export ``loaded`` to ``output`` with tags, and the sidecar beside it; nothing is written on failure."""
+    """Tag the ONNX file in the work folder, check and verify it, then move it and its sidecar into place."""
     import onnx
 
-    options = options or ExportOptions()
-    started = time.perf_counter()
-    output = Path(output)
-    folder = _prepare_output(output)
-    chain = strategy_chain(options.strategies)
-    progress("preparing inputs")
-    inputs = example_inputs(loaded, options.input_specs)
-    ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
-    tags = HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
-
-    workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=folder))
-    try:
-        info, result, onnx_path, attempts = run_strategies(
-            ctx, chain, workdir, output.name, options.strategy_options, progress
-        )
-        progress("writing tags")
-        model = onnx.load(str(onnx_path), load_external_data=False)
-        node_tags = node_tags_from_result(model, result, tags)
-        write_tags(model, node_tags, doc_string=options.doc_string, strategy=info.name)
-        onnx.save(model, str(onnx_path))
-        progress("checking the model")
-        onnx.checker.check_model(str(onnx_path))
-        verification = None
-        if options.verify:
-            progress("verifying with onnxruntime")
-            verification = verify(onnx_path, ctx, options.atol)
-            if not verification.passed:
-                raise VerificationError(
-                    f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} "
-                    f"(tolerance {options.atol:g}); rerun with --atol or --no-verify to keep the file"
-                )
-        document = _sidecar_document(
-            ctx, loaded, model, node_tags, tags, result, info.name, attempts, options, verification
-        )
-        sidecar = sidecar_path(output)
-        write_sidecar(document, onnx_path.parent / sidecar.name)
-        # the ONNX file moves last, so a reader never sees it without its sidecar and data
-        for produced in sorted(onnx_path.parent.iterdir(), key=lambda p: p == onnx_path):
-            os.replace(produced, folder / produced.name)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    progress("writing tags")
+    model = onnx.load(str(onnx_path), load_external_data=False)
+    node_tags = node_tags_from_result(model, result, tags)
+    write_tags(model, node_tags, doc_string=options.doc_string, strategy=strategy)
+    onnx.save(model, str(onnx_path))
+    progress("checking the model")
+    onnx.checker.check_model(str(onnx_path))
+    verification = None
+    if options.verify:
+        progress("verifying with onnxruntime")
+        verification = verify(onnx_path, ctx, options.atol)
+        if not verification.passed:
+            raise VerificationError(
+                f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} "
+                f"(tolerance {options.atol:g}); rerun with --atol or --no-verify to keep the file"
+            )
+    document = _sidecar_document(ctx, loaded, model, node_tags, tags, result, strategy, attempts, options, verification)
+    sidecar = sidecar_path(output)
+    write_sidecar(document, onnx_path.parent / sidecar.name)
+    # the ONNX file moves last, so a reader never sees it without its sidecar and data
+    for produced in sorted(onnx_path.parent.iterdir(), key=lambda p: p == onnx_path):
+        os.replace(produced, output.parent / produced.name)
     return ExportReport(
         onnx_path=output,
         sidecar_path=sidecar,
-        strategy=info.name,
+        strategy=strategy,
         attempts=attempts,
         node_count=len(model.graph.node),
         tagged_count=sum(1 for t in node_tags.values() if t.tag),
@@ -279,3 +270,93 @@ def export_model(
         verification=verification,
         sidecar=document,
     )
+
+
+def export_model(
+    loaded: LoadedModel, output: Path, options: ExportOptions | None = None, progress: Progress = _quiet
+) -> ExportReport:
+    """Export ``loaded`` to ``output`` with tags, and the sidecar beside it; nothing is written on failure."""
+    options = options or ExportOptions()
+    started = time.perf_counter()
+    output = Path(output).expanduser()
+    folder = _prepare_output(output)
+    chain = strategy_chain(options.strategies)
+    progress("preparing inputs")
+    inputs = example_inputs(loaded, options.input_specs)
+    ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
+    tags = HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
+    workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=folder))
+    try:
+        info, result, onnx_path, attempts = run_strategies(
+            ctx, chain, workdir, output.name, options.strategy_options, progress
+        )
+        return _write_outputs(ctx, loaded, onnx_path, result, info.name, attempts, options, tags, output, progress, started)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _copy_external_data(model: "onnx.ModelProto", source_folder: Path, target_folder: Path) -> None:
+    """Copy the external data files a graph refers to, so the tagged copy still finds its weights."""
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    locations = {
+        ExternalDataInfo(tensor).location
+        for tensor in model.graph.initializer
+        if uses_external_data(tensor)
+    }
+    for location in locations:
+        source = source_folder / location
+        if not source.is_file():
+            raise OutputPathError(f"external data file {source} is missing")
+        target = target_folder / location
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+
+
+def tag_existing(
+    onnx_file: Path, loaded: LoadedModel, output: Path, options: ExportOptions | None = None,
+    progress: Progress = _quiet,
+) -> ExportReport:
+    """Tag an ONNX file exported elsewhere with a strategy that reads graph and parameters only."""
+    import onnx
+
+    options = options or ExportOptions()
+    options = replace(options, verify=False)  # its inputs and outputs need not match the wrapper's
+    started = time.perf_counter()
+    onnx_file = Path(onnx_file).expanduser()
+    if not onnx_file.is_file():
+        raise OutputPathError(f"{onnx_file}: no such ONNX file")
+    output = Path(output).expanduser()
+    folder = _prepare_output(output)
+    chain = strategy_chain(options.strategies)
+    progress("preparing inputs")
+    inputs = example_inputs(loaded, options.input_specs)
+    ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
+    tags = HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
+    try:
+        source = onnx.load(str(onnx_file), load_external_data=False)
+    except Exception as error:
+        raise OutputPathError(f"{onnx_file} is not a readable ONNX file: {(str(error).splitlines() or [''])[0]}") from error
+    workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=folder))
+    try:
+        attempts: list[Attempt] = []
+        for info in chain:
+            progress(f"tagging with {info.name}")
+            attempt_started = time.perf_counter()
+            strategy_ctx = replace(ctx, options=resolve_options(info.strategy, options.strategy_options.get(info.name, {})))
+            try:
+                result = info.strategy().tag_onnx(strategy_ctx, source)
+            except (StrategyUnavailable, StrategyFailed) as error:
+                status = "unavailable" if isinstance(error, StrategyUnavailable) else "failed"
+                attempts.append(Attempt(info.name, status, str(error), round(time.perf_counter() - attempt_started, 3)))
+                continue
+            attempts.append(Attempt(info.name, "ok", "", round(time.perf_counter() - attempt_started, 3)))
+            onnx_path = workdir / output.name
+            _copy_external_data(source, onnx_file.parent, workdir)
+            onnx.save(source, str(onnx_path))
+            return _write_outputs(ctx, loaded, onnx_path, result, info.name, attempts, options, tags, output,
+                                  progress, started)
+        reasons = "; ".join(f"{a.strategy}: {a.reason}" for a in attempts)
+        raise AllStrategiesFailedError(f"no strategy could tag {onnx_file.name} ({reasons})")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
