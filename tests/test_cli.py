@@ -113,3 +113,67 @@ def test_console_script_runs_as_a_subprocess(tmp_path):
     assert summary["coverage"] == 1.0 and summary["strategy"] == "builtin_tracking"
     failed = subprocess.run([executable, "export", "preset:nope", str(tmp_path / "x.onnx")], capture_output=True, text=True)
     assert failed.returncode != 0 and "Traceback" not in failed.stderr and failed.stderr.strip().startswith("error:")
+
+
+@pytest.fixture(scope="module")
+def tagged_bert(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tagged")
+    result = runner.invoke(app, ["export", "preset:bert", str(folder / "bert.onnx"), "-s", "builtin_tracking", "--no-verify"])
+    assert result.exit_code == 0, result.output
+    return folder / "bert.onnx"
+
+
+def test_inspect_shows_the_tag_tree_with_node_counts(tagged_bert):
+    result = runner.invoke(app, ["inspect", str(tagged_bert), "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["untagged"] == 0
+    tree = document["tree"]
+    assert tree["tag"] == "/BertModel" and tree["total_nodes"] == document["nodes"]
+    encoder = next(c for c in tree["children"] if c["tag"] == "/BertModel/BertEncoder")
+    assert [c["tag"] for c in encoder["children"]] == ["/BertModel/BertEncoder/BertLayer.0", "/BertModel/BertEncoder/BertLayer.1"]
+    human = runner.invoke(app, ["inspect", str(tagged_bert), "--depth", "3"])
+    assert "BertLayer.1" in human.stdout and "100%" in human.stdout
+
+
+def test_inspect_of_a_missing_file(tmp_path):
+    assert "no such file" in _one_line_error(runner.invoke(app, ["inspect", str(tmp_path / "none.onnx")]))
+
+
+def test_compare_measures_each_strategy_against_pytorch():
+    result = runner.invoke(app, ["compare", "preset:bert", "-s", "builtin_tracking,usage_based", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["strategy"]: row for row in json.loads(result.stdout)}
+    assert rows["builtin_tracking"]["agreement"] == 1.0 and rows["builtin_tracking"]["coverage"] == 1.0
+    assert rows["builtin_tracking"]["contaminated"] == 0
+    assert rows["usage_based"]["status"] == "ok" and 0 < rows["usage_based"]["agreement"] <= 1
+
+
+def test_tag_an_onnx_file_exported_elsewhere(tmp_path):
+    import onnx
+    import torch
+
+    from modelexport_core.context import make_context
+    from modelexport_core.inputs import inputs_from_config
+    from modelexport_core.models import load_model
+
+    loaded = load_model("preset:bert")
+    ctx = make_context(loaded.model, inputs_from_config(loaded.model))
+    plain = tmp_path / "plain.onnx"
+    torch.onnx.export(ctx.module, ctx.args, str(plain), input_names=ctx.input_names, output_names=ctx.output_names,
+                      opset_version=17, dynamo=False)
+    result = runner.invoke(app, ["tag", str(plain), "--model", "preset:bert", "-o", str(tmp_path / "tagged.onnx"), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["strategy"] == "usage_based" and summary["coverage"] == 1.0
+    tagged = onnx.load(str(tmp_path / "tagged.onnx"))
+    assert [n.name for n in tagged.graph.node] == [n.name for n in onnx.load(str(plain)).graph.node]
+    assert all(any(p.key == "modelexport.tag" for p in n.metadata_props) for n in tagged.graph.node)
+    assert (tmp_path / "tagged.hierarchy.json").is_file()
+
+
+def test_tag_refuses_a_strategy_that_needs_its_own_export(tmp_path, tagged_bert):
+    result = runner.invoke(app, ["tag", str(tagged_bert), "--model", "preset:bert", "-o", str(tmp_path / "t.onnx"),
+                                 "-s", "builtin_tracking"])
+    assert "cannot tag an existing ONNX file" in _one_line_error(result)
+    assert not (tmp_path / "t.onnx").exists()
