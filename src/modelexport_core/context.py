@@ -21,16 +21,23 @@ def takes_keywords(model: "torch.nn.Module", input_names: list[str]) -> bool:
 
 
 def default_dynamic_axes(inputs: Mapping[str, "torch.Tensor"]) -> dict[str, dict[int, str]]:
-    """Batch dynamic for every input of rank >= 1; sequence too for integer (token) inputs of rank 2."""
+    """Batch dynamic for every input of rank >= 1; sequence too for integer (token) inputs of rank 2.
+
+    Token inputs of the same length share the dim ``sequence`` (ids and their mask); one of
+    another length (a decoder's ids) gets a dim of its own, ``<name>_sequence``.
+    """
     import torch
 
     axes: dict[str, dict[int, str]] = {}
+    first_length: int | None = None
     for name, tensor in inputs.items():
         if tensor.dim() == 0:
             continue
         axes[name] = {0: "batch"}
         if tensor.dim() == 2 and not torch.is_floating_point(tensor):
-            axes[name][1] = "sequence"
+            length = tensor.shape[1]
+            first_length = length if first_length is None else first_length
+            axes[name][1] = "sequence" if length == first_length else f"{name}_sequence"
     return axes
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .errors import VerificationError
+
 if TYPE_CHECKING:
     import torch
 
@@ -82,10 +84,17 @@ def verify(onnx_path: Path, ctx: "ExportContext", atol: float = 1e-4) -> Verific
     """Run the ONNX model at the example shape, and at a second shape when axes are dynamic."""
     import onnxruntime
 
+    onnxruntime.set_default_logger_severity(4)
     options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
-    checks = [_compare(session, ctx, ctx.args, atol)]
-    if ctx.dynamic_axes:
-        checks.append(_compare(session, ctx, resized_inputs(ctx), atol))
+    options.log_severity_level = 4
+    try:
+        session = onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        checks = [_compare(session, ctx, ctx.args, atol)]
+        if ctx.dynamic_axes:
+            checks.append(_compare(session, ctx, resized_inputs(ctx), atol))
+    except Exception as error:  # onnxruntime raises its own exception types for models it cannot run
+        message = " ".join(str(error).split())
+        raise VerificationError(
+            f"onnxruntime could not run the exported model: {message[:300]}; rerun with --no-verify to keep the file"
+        ) from error
     return Verification(atol, checks)

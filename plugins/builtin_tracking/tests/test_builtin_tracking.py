@@ -21,7 +21,7 @@ def _preset_case(name):
     return build
 
 
-CASES = {**{name: _preset_case(name) for name in ("bert", "gpt2", "vit")}, **HARD_CASES}
+CASES = {**{name: _preset_case(name) for name in ("bert", "gpt2", "vit", "llama", "t5")}, **HARD_CASES}
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
