@@ -38,6 +38,8 @@ def _code_lines(path: Path):
                 in_docstring = True
             continue
         code = line.split("#", 1)[0]
+        if code.strip().startswith(("from torch", "import torch")):
+            continue  # PyTorch's own module paths (torch.nn.attention) name no model
         yield number, code
 
 

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import ModelExportError
+from .exporters import first_line
 from .plugins import PluginLoadWarning
 
 app = typer.Typer(
@@ -50,8 +51,7 @@ def _user_errors() -> Iterator[None]:
         except Exception as error:
             if os.environ.get("MODELEXPORT_DEBUG"):
                 raise
-            first_line = (str(error).strip().splitlines() or [""])[0]
-            _fail(f"unexpected {type(error).__name__}: {first_line} (set MODELEXPORT_DEBUG=1 for the traceback)")
+            _fail(f"unexpected {type(error).__name__}: {first_line(error)} (set MODELEXPORT_DEBUG=1 for the traceback)")
         _flush_warnings(caught)
 
 
@@ -306,7 +306,7 @@ def inspect(
         try:
             root, node_count, untagged = tag_tree(onnx_file)
         except Exception as error:
-            _fail(f"{onnx_file} is not a readable ONNX file: {(str(error).splitlines() or [''])[0]}")
+            _fail(f"{onnx_file} is not a readable ONNX file: {first_line(error)}")
 
         def as_dict(node: TagNode) -> dict:
             return {"tag": node.tag, "nodes": node.own_nodes, "total_nodes": node.total_nodes,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .errors import ModelRunError
+from .exporters import first_line
 from .strategy import ExportContext
 from .wrapper import forward_parameters, output_names, wrap_model
 
@@ -59,10 +60,9 @@ def make_context(
     try:
         names_out = output_names(model, dict(inputs), by_keyword)
     except Exception as error:
-        first_line = (str(error).strip().splitlines() or [""])[0]
         shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in inputs.items())
         raise ModelRunError(
-            f"{type(model).__name__} failed on its example inputs ({shapes}): {type(error).__name__}: {first_line}"
+            f"{type(model).__name__} failed on its example inputs ({shapes}): {type(error).__name__}: {first_line(error)}"
         ) from error
     return ExportContext(
         model=model,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import __version__
 from .context import make_context
 from .errors import AllStrategiesFailedError, OutputPathError, StrategyOptionError, VerificationError
+from .exporters import first_line
 from .graph import fill_missing_modules, node_key
 from .inputs import inputs_from_config, inputs_from_spec, inputs_from_tokenizer
 from .models import LoadedModel
@@ -209,8 +210,7 @@ def run_strategies(
             attempts.append(Attempt(info.name, "failed", str(error), round(time.perf_counter() - started, 3)))
             continue
         except Exception as error:  # a strategy's bug must not stop the chain; its reason is reported
-            first_line = (str(error).strip().splitlines() or [""])[0]
-            reason = f"{type(error).__name__}: {first_line}"
+            reason = f"{type(error).__name__}: {first_line(error)}"
             attempts.append(Attempt(info.name, "failed", reason, round(time.perf_counter() - started, 3)))
             continue
         attempts.append(Attempt(info.name, "ok", "", round(time.perf_counter() - started, 3)))
@@ -272,6 +272,14 @@ def _write_outputs(
     )
 
 
+def _prepare(loaded: LoadedModel, options: ExportOptions, progress: Progress) -> tuple[ExportContext, HierarchyTags]:
+    """The export context (wrapped model, example inputs) and the model's tags."""
+    progress("preparing inputs")
+    inputs = example_inputs(loaded, options.input_specs)
+    ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
+    return ctx, HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
+
+
 def export_model(
     loaded: LoadedModel, output: Path, options: ExportOptions | None = None, progress: Progress = _quiet
 ) -> ExportReport:
@@ -281,10 +289,7 @@ def export_model(
     output = Path(output).expanduser()
     folder = _prepare_output(output)
     chain = strategy_chain(options.strategies)
-    progress("preparing inputs")
-    inputs = example_inputs(loaded, options.input_specs)
-    ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
-    tags = HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
+    ctx, tags = _prepare(loaded, options, progress)
     workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=folder))
     try:
         info, result, onnx_path, attempts = run_strategies(
@@ -329,14 +334,11 @@ def tag_existing(
     output = Path(output).expanduser()
     folder = _prepare_output(output)
     chain = strategy_chain(options.strategies)
-    progress("preparing inputs")
-    inputs = example_inputs(loaded, options.input_specs)
-    ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
-    tags = HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
+    ctx, tags = _prepare(loaded, options, progress)
     try:
         source = onnx.load(str(onnx_file), load_external_data=False)
     except Exception as error:
-        raise OutputPathError(f"{onnx_file} is not a readable ONNX file: {(str(error).splitlines() or [''])[0]}") from error
+        raise OutputPathError(f"{onnx_file} is not a readable ONNX file: {first_line(error)}") from error
     workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=folder))
     try:
         attempts: list[Attempt] = []

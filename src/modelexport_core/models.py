@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ModelLoadError
+from .exporters import first_line
 from .presets import PRESETS, build_preset
 
 if TYPE_CHECKING:
@@ -124,8 +125,7 @@ def load_pretrained(spec: str) -> LoadedModel:
         model = transformers.AutoModel.from_pretrained(str(local) if local.is_dir() else spec)
     except Exception as error:
         where = "local directory" if local.is_dir() else "model id (no local directory of that name)"
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelLoadError(f"cannot load {spec!r} as a {where}: {first_line}") from error
+        raise ModelLoadError(f"cannot load {spec!r} as a {where}: {first_line(error)}") from error
     tokenizer = None
     if not local.is_dir() or _has_tokenizer_files(local):
         try:

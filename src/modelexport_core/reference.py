@@ -2,8 +2,8 @@
 
 These are the references strategies are measured against (tests, ``modelexport
 compare``): the dynamo exporter's ``pkg.torch.onnx.name_scopes`` metadata, and the
-scopes the TorchScript exporter encodes in node names (``/encoder/layer.0/attention/
-self/query/MatMul``, with ``name_1``, ``name_2`` for repeated calls). Names here are of
+scopes the TorchScript exporter encodes in node names (``/blocks.0/mixer/proj/MatMul``,
+with ``name_1``, ``name_2`` for repeated calls). Names here are of
 the user's model: the export wrapper's ``model.`` prefix is removed.
 """
 

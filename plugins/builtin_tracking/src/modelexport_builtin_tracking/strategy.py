@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 from pathlib import Path
 
-from modelexport_core import ExportContext, StrategyFailed, TaggingResult, TaggingStrategy
+from modelexport_core import ExportContext, TaggingResult, TaggingStrategy
+from modelexport_core.exporters import export_torchscript
 from modelexport_core.graph import fill_missing_modules, node_key
 
 from .scopes import recording_scopes
-
-DEFAULT_OPSET = 17
-
 
 def parameter_owner(name: str, parameter_names: set[str]) -> str | None:
     """The module owning parameter or buffer ``name`` (in the exported module), if it is one."""
@@ -34,25 +31,9 @@ class BuiltinTrackingStrategy(TaggingStrategy):
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
         import onnx
-        import torch
 
-        opset = ctx.opset or DEFAULT_OPSET
-        with recording_scopes() as scopes, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                torch.onnx.export(
-                    ctx.module,
-                    ctx.args,
-                    str(onnx_path),
-                    input_names=ctx.input_names,
-                    output_names=ctx.output_names,
-                    dynamic_axes=ctx.dynamic_axes or None,
-                    opset_version=opset,
-                    dynamo=False,
-                )
-            except Exception as error:
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                raise StrategyFailed(f"TorchScript export failed: {reason}") from error
+        with recording_scopes() as scopes:
+            export_torchscript(ctx, onnx_path)
         model = onnx.load(str(onnx_path), load_external_data=False)
         return self.tag_from_scopes(ctx, model, scopes)
 
