@@ -1,0 +1,146 @@
+"""The ``fx`` strategy: each ONNX node's module read from the model's explicit FX graph.
+
+torch.export (non-strict) captures the model as an FX graph whose nodes record the
+module calls they sit in (``nn_module_stack``); the dynamo ONNX exporter translates
+that graph and records on every ONNX node the FX node it came from. Joining the two
+gives each ONNX node its module from the structure, not from a guess over execution.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from modelexport_core import (
+    ExportContext,
+    StrategyFailed,
+    StrategyOption,
+    StrategyUnavailable,
+    TaggingResult,
+    TaggingStrategy,
+)
+
+from .reasons import one_line_reason
+from .to_onnx import MIN_OPSET
+
+if TYPE_CHECKING:
+    from .capture import Capture
+
+DEFAULT_OPSET = MIN_OPSET
+
+
+def resolve_opset(ctx: ExportContext) -> int:
+    """The opset to export at: the user's ``--opset``, else the strategy option; refused below 18."""
+    opset = ctx.opset if ctx.opset is not None else int(ctx.options.get("opset", DEFAULT_OPSET))
+    if opset < MIN_OPSET:
+        raise StrategyFailed(
+            f"opset {opset} is below {MIN_OPSET}: the dynamo ONNX exporter drops the per-node metadata "
+            f"(fx_node, name_scopes) this strategy reads when it converts below opset {MIN_OPSET}; "
+            f"use --opset {MIN_OPSET} or higher"
+        )
+    return opset
+
+
+class FxStrategy(TaggingStrategy):
+    """Capture with torch.export, convert with the dynamo exporter, map nodes through the FX graph."""
+
+    name = "fx"
+    priority = 300
+    description = (
+        "torch.export (non-strict) captures an FX graph whose nodes record their module stack; the dynamo "
+        "exporter converts it and each ONNX node takes its FX node's module (neighbours' for optimizer-made nodes)"
+    )
+    requires = (
+        "a model torch.export can capture (no Python branching on tensor values), onnxscript and opset >= 18; "
+        "-O fx.symbolic_trace_fallback=true tries torch.fx.symbolic_trace when torch.export cannot"
+    )
+    options = (
+        StrategyOption(
+            "optimize", bool, True,
+            "run the ONNX exporter's optimizer (constant folding, dead-code removal); nodes it creates are "
+            "tagged from their neighbours",
+        ),
+        StrategyOption(
+            "opset", int, DEFAULT_OPSET,
+            f"ONNX opset when --opset is not given; must be >= {MIN_OPSET} (the dynamo exporter drops node "
+            "metadata below it)",
+        ),
+        StrategyOption(
+            "symbolic_trace_fallback", bool, False,
+            "when torch.export cannot capture the model, capture it with torch.fx.symbolic_trace instead "
+            "(plain models only: no Python control flow on tensor values or shapes)",
+        ),
+        StrategyOption(
+            "math_sdpa", bool, True,
+            "pin scaled-dot-product kernels to the math one while capturing and converting, so torch.export "
+            "and the exporter's decomposition agree on strides (avoids 'Cannot view a tensor' failures)",
+        ),
+    )
+
+    def check(self, ctx: ExportContext) -> None:
+        import torch
+
+        if not hasattr(torch, "export") or not hasattr(torch.export, "Dim"):
+            raise StrategyUnavailable(f"torch {torch.__version__} has no torch.export with Dim; need torch >= 2.6")
+        if importlib.util.find_spec("onnxscript") is None:
+            raise StrategyUnavailable("the dynamo ONNX exporter needs onnxscript: pip install onnxscript")
+
+    def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
+        import onnx
+
+        from .attribution import attribute_nodes, fx_node_modules, known_module_names
+        from .capture import math_sdpa
+        from .shapes import require_dynamic_axes
+        from .to_onnx import program_to_onnx, save
+
+        opset = resolve_opset(ctx)
+        optimize = bool(ctx.options.get("optimize", True))
+        with math_sdpa(bool(ctx.options.get("math_sdpa", True))):
+            capture = self._capture(ctx)
+            symbols = require_dynamic_axes(capture.program, ctx) if ctx.dynamic_axes else {}
+            try:
+                onnx_program, renames = program_to_onnx(capture.program, ctx, opset, optimize)
+            except Exception as error:
+                raise StrategyFailed(f"the dynamo ONNX exporter failed: {one_line_reason(error)}") from error
+        save(onnx_program, Path(onnx_path))
+
+        known = known_module_names(ctx.module)
+        fx_modules = fx_node_modules(onnx_program.exported_program, known)
+        onnx_model = onnx.load(str(onnx_path), load_external_data=False)
+        attribution = attribute_nodes(onnx_model, fx_modules, ctx, known)
+        return TaggingResult(
+            node_modules=attribution.node_modules,
+            exporter="dynamo",
+            details={
+                "front_end": capture.front_end,
+                "opset": opset,
+                "optimize": optimize,
+                "dynamic_shapes": {
+                    name: {str(axis): renames.get(symbol, symbol) for axis, symbol in axes.items()}
+                    for name, axes in symbols.items()
+                },
+                "nodes": len(attribution.node_modules),
+                "nodes_from_fx": attribution.sources["fx"],
+                "nodes_from_name_scopes": attribution.sources["name_scopes"],
+                "nodes_from_neighbours": attribution.sources["neighbours"],
+            },
+        )
+
+    def _capture(self, ctx: ExportContext) -> "Capture":
+        """The model's FX program from torch.export, or from symbolic_trace when allowed and needed."""
+        from .capture import SYMBOLIC_TRACE, TORCH_EXPORT, Capture, export_program, symbolic_trace_program
+
+        try:
+            return Capture(export_program(ctx), TORCH_EXPORT)
+        except Exception as error:
+            reason = one_line_reason(error)
+            if not ctx.options.get("symbolic_trace_fallback", False):
+                raise StrategyFailed(f"torch.export could not capture the model: {reason}") from error
+        try:
+            return Capture(symbolic_trace_program(ctx), SYMBOLIC_TRACE)
+        except Exception as error:
+            raise StrategyFailed(
+                f"torch.export could not capture the model ({reason}), nor could torch.fx.symbolic_trace "
+                f"({one_line_reason(error)})"
+            ) from error
