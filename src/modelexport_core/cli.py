@@ -168,6 +168,11 @@ def export(
         _print_report(report, as_json)
 
 
+def _option_value(value: object) -> str:
+    """An option's default as a user would type it on the command line."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 @app.command()
 def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON")) -> None:
     """List the installed tagging strategies, in the order they are tried."""
@@ -196,17 +201,21 @@ def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON
         if not rows:
             console.print("no strategies installed; install a plugin such as modelexport-fx")
             return
-        table = Table(title="Installed strategies (tried in this order)")
-        for column in ("name", "priority", "distribution", "description"):
-            table.add_column(column, overflow="fold")
+        console.print("[bold]Installed strategies[/], in the order they are tried without --strategy:\n")
         for row in rows:
-            description = row["description"]
+            console.print(
+                f"[bold cyan]{row['name']}[/]  [dim]priority {row['priority']}, "
+                f"{row['distribution']} {row['version']}[/]", highlight=False,
+            )
+            console.print(f"  {row['description']}", highlight=False)
             if row["requires"]:
-                description += f"\n[dim]needs: {row['requires']}[/]"
+                console.print(f"  [dim]needs:[/] {row['requires']}", highlight=False)
             for option in row["options"]:
-                description += f"\n[dim]-O {row['name']}.{option['name']}={option['default']}: {option['help']}[/]"
-            table.add_row(row["name"], str(row["priority"]), f"{row['distribution']} {row['version']}", description)
-        console.print(table)
+                console.print(
+                    f"  [dim]-O[/] {row['name']}.{option['name']}={_option_value(option['default'])}  [dim]{option['help']}[/]",
+                    highlight=False,
+                )
+            console.print()
 
 
 @app.command()
