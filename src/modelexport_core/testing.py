@@ -131,40 +131,29 @@ def _float_input(width: int = 16) -> dict[str, "torch.Tensor"]:
     return {"x": torch.randn(2, 5, width, generator=torch.Generator().manual_seed(0))}
 
 
-def stacked_blocks():
+def _seeded(index: int, inputs: Callable[[], dict[str, "torch.Tensor"]]):
+    """A factory building model class ``index`` with seed 0 weights, and its inputs."""
+
+    def factory():
+        import torch
+
+        torch.manual_seed(0)
+        return _classes()[index]().eval(), inputs()
+
+    return factory
+
+
+def _token_input() -> dict[str, "torch.Tensor"]:
     import torch
 
-    torch.manual_seed(0)
-    return _classes()[0]().eval(), _float_input()
+    return {"input_ids": torch.randint(0, 50, (2, 6), generator=torch.Generator().manual_seed(0))}
 
 
-def reused_module():
-    import torch
-
-    torch.manual_seed(0)
-    return _classes()[1]().eval(), _float_input()
-
-
-def same_class_siblings():
-    import torch
-
-    torch.manual_seed(0)
-    return _classes()[2]().eval(), _float_input()
-
-
-def routed_heads():
-    import torch
-
-    torch.manual_seed(0)
-    return _classes()[3]().eval(), _float_input()
-
-
-def tied_weights():
-    import torch
-
-    torch.manual_seed(0)
-    ids = torch.randint(0, 50, (2, 6), generator=torch.Generator().manual_seed(0))
-    return _classes()[4]().eval(), {"input_ids": ids}
+stacked_blocks = _seeded(0, _float_input)
+reused_module = _seeded(1, _float_input)
+same_class_siblings = _seeded(2, _float_input)
+routed_heads = _seeded(3, _float_input)
+tied_weights = _seeded(4, _token_input)
 
 
 HARD_CASES: dict[str, Callable[[], tuple["torch.nn.Module", dict[str, "torch.Tensor"]]]] = {
