@@ -1,0 +1,10 @@
+"""modelexport plugin: the ``usage_based`` strategy."""
+
+from modelexport_core import hookimpl
+
+
+@hookimpl
+def modelexport_strategies():
+    from .strategy import UsageBasedStrategy
+
+    return [UsageBasedStrategy]

@@ -1,0 +1,115 @@
+"""Where a node's computation runs: its bound and its first guess, from the contexts of its inputs.
+
+A context is a module together with which call of it (a module used three times runs
+in three calls). Each tagged node has a module and a call number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from modelexport_core.tags import is_ancestor
+
+from .data_flow import DataGraph
+from .module_tree import ModuleTree
+
+
+@dataclass
+class Placement:
+    """The module and call number of every tagged node, as propagation goes."""
+
+    modules: dict[int, str]
+    calls: dict[int, int]
+
+    def call_of(self, i: int) -> int:
+        return self.calls.get(i, 0)
+
+    def inside(self, i: int, module: str, call: int) -> bool:
+        """Whether node ``i`` runs strictly inside the given call of ``module``."""
+        tag = self.modules.get(i)
+        return tag is not None and tag != module and is_ancestor(module, tag) and self.call_of(i) == call
+
+
+def bounds(count: int, data: DataGraph, tree: ModuleTree, fixed: set[int], modules: dict[int, str]) -> list[str]:
+    """For each node, the deepest called module containing a fixed node before it and one after it.
+
+    A module call is one stretch of computation, so a node on a path between two nodes of
+    one module runs inside that module. Two nodes of the same leaf are two calls of it
+    (a reused layer), which bound nothing below the leaf's caller.
+    """
+    before: list[frozenset[str]] = [frozenset()] * count
+    after: list[frozenset[str]] = [frozenset()] * count
+    for i in range(count):
+        if i in fixed:
+            before[i] = frozenset({modules[i]})
+        else:
+            before[i] = frozenset().union(*(before[j] for j in data.producers[i]))
+    for i in reversed(range(count)):
+        if i in fixed:
+            after[i] = frozenset({modules[i]})
+        else:
+            after[i] = frozenset().union(*(after[j] for j in data.consumers[i]))
+    result = [""] * count
+    for i in range(count):
+        if i in fixed:
+            continue
+        preceding = {m for j in data.producers[i] for m in before[j]}
+        following = {m for j in data.consumers[i] for m in after[j]}
+        best = ""
+        for a in preceding:
+            for b in following:
+                candidate = tree.common([a, b])
+                if tree.is_leaf(candidate):
+                    candidate = tree.closing_context(candidate)
+                if tree.depth(candidate) > tree.depth(best):
+                    best = candidate
+        result[i] = best
+    return result
+
+
+def feeds_fixed(count: int, data: DataGraph, fixed: set[int]) -> list[bool]:
+    """Whether each node's result reaches a fixed (parameter) node, rather than only graph outputs."""
+    result = [False] * count
+    for i in reversed(range(count)):
+        result[i] = any(j in fixed or result[j] for j in data.consumers[i])
+    return result
+
+
+def context_of(i: int, data: DataGraph, tree: ModuleTree, placement: Placement) -> tuple[str, int, bool]:
+    """The context node ``i`` runs in, from the contexts its inputs were computed in.
+
+    After a leaf module the computation continues in its caller. Values from enclosing
+    contexts are passed into inner calls as arguments, so when the contexts nest the node
+    runs in the innermost. Otherwise it runs where its latest input was computed if every
+    other input was passed into that call too (a node inside it reads the same value, as
+    a gate multiplies its input by a function of it), else in the common module, and
+    never inside a module whose two different calls it combines. Returns the module, the
+    call number, and whether two calls of one module were combined.
+    """
+    modules = placement.modules
+    producers = [j for j in data.producers[i] if j in modules]
+    if not producers:
+        return "", 0, False
+    context = {j: tree.closing_context(modules[j]) for j in producers}
+    calls_by_module: dict[str, set[int]] = {}
+    for j in producers:
+        calls_by_module.setdefault(context[j], set()).add(placement.call_of(j))
+    deepest = max(calls_by_module, key=lambda c: (tree.depth(c), c))
+    if all(is_ancestor(c, deepest) for c in calls_by_module) and len(calls_by_module[deepest]) == 1:
+        return deepest, next(iter(calls_by_module[deepest])), False
+    latest = max(producers)
+    module, call = context[latest], placement.call_of(latest)
+
+    def passed_in(j: int) -> bool:
+        if context[j] != module and is_ancestor(context[j], module):
+            return True
+        return any(k != i and placement.inside(k, module, call) for k in data.consumers[j])
+
+    if all(passed_in(j) for j in producers if j != latest):
+        return module, call, False
+    common = tree.common(calls_by_module)
+    merged = False
+    while common and len(calls_by_module.get(common, ())) > 1:
+        common = tree.caller(common)
+        merged = True
+    return common, 0 if not common else call, merged

@@ -1,0 +1,218 @@
+"""What particular kinds of module claim beyond their parameter ops, all told apart by the module tree.
+
+- A custom leaf (not a torch layer) that flattens its input for its parameter op and
+  restores the shape afterwards owns both views.
+- A custom leaf owns the computation that exists only to feed its parameter op (the
+  statistics a norm computes from its input).
+- A parameter-free helper child (an activation) owns the stretch of its parent's
+  computation that transforms one other child's output.
+- A call ends with the last node that still reads something of its own: what only
+  post-processes its result on the way to the graph outputs belongs to the caller.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import TYPE_CHECKING
+
+from modelexport_core.tags import is_ancestor
+
+from .contexts import Placement
+from .data_flow import DataGraph, NodeKinds
+from .module_tree import ModuleTree
+
+if TYPE_CHECKING:
+    import onnx
+
+RESTORING_VIEWS = frozenset({"Reshape"})
+"""Ops by which a module flattens its input and restores the shape afterwards."""
+
+
+def claim_restoring_views(
+    graph: "onnx.GraphProto",
+    kinds: NodeKinds,
+    tree: ModuleTree,
+    data: DataGraph,
+    shapes: dict[str, tuple],
+    modules: dict[int, str],
+    static_values: set[str],
+) -> None:
+    """Give a custom leaf module the reshape of its input and the reshape that restores that shape.
+
+    The restored shape is recognised by its shape arithmetic reading the input's shape, or,
+    with static shapes, by the leading dimensions the first view folds being unfolded again.
+    """
+    for i, owner in list(modules.items()):
+        if not tree.is_leaf(owner) or owner in tree.torch_classes:
+            continue
+        before = [j for j in data.producers[i] if _is_view(graph, j, modules) and data.consumers[j] == [i]]
+        after = [k for k in data.consumers[i] if _is_view(graph, k, modules) and data.producers[k] == [i]]
+        for j in before:
+            source = kinds.data_inputs(graph.node[j], static_values)
+            for k in after:
+                if _restores(graph.node[j], graph.node[k], source, kinds, shapes):
+                    modules[j] = owner
+                    modules[k] = owner
+
+
+def _is_view(graph: "onnx.GraphProto", j: int, modules: dict[int, str]) -> bool:
+    return j not in modules and graph.node[j].op_type in RESTORING_VIEWS
+
+
+def _restores(
+    flatten: "onnx.NodeProto", restore: "onnx.NodeProto", source: list[str], kinds: NodeKinds, shapes: dict[str, tuple]
+) -> bool:
+    """Whether ``restore`` unflattens what ``flatten`` flattened: its shape is read from the input, or
+    (static shapes) both views fold the same leading dimensions into one."""
+    if kinds.shape_inputs_from(restore) & set(source):
+        return True
+    before = shapes.get(source[0]) if len(source) == 1 else None
+    flat = shapes.get(flatten.output[0])
+    after = shapes.get(restore.output[0])
+    if not before or not flat or not after or not all(isinstance(d, int) and d > 0 for d in before + flat + after):
+        return False
+    return len(flat) < len(before) and len(after) > len(flat) and math.prod(after[:-1]) == math.prod(flat[:-1])
+
+
+def return_tails(
+    free: list[int], data: DataGraph, tree: ModuleTree, feeds_fixed: list[bool], placement: Placement
+) -> None:
+    """Hand back to the caller the nodes after a call's last own read that only lead to graph outputs.
+
+    A node stays in its module while it reads a value computed by a child of the module
+    or a value passed into the module (read by a node inside it too); one that only
+    transforms the module's own last value on its way out of the graph is the caller's.
+    """
+    modules = placement.modules
+    for i in free:
+        module = modules[i]
+        if feeds_fixed[i] or not module or tree.is_leaf(module):
+            continue
+        call = placement.call_of(i)
+        own = False
+        for value in data.inputs[i]:
+            j = data.producer.get(value)
+            if j is not None and placement.inside(j, module, call):
+                own = True
+            elif any(k != i and placement.inside(k, module, call) for k in data.readers.get(value, ())):
+                own = True
+        if not own:
+            modules[i] = tree.caller(module)
+
+
+def align_tails(free: list[int], data: DataGraph, tree: ModuleTree, fixed: set[int], placement: Placement) -> None:
+    """Calls of one class end alike: if one call's last parameter op ends it, so does every call's.
+
+    Nodes after the last parameter op of a call (reaching no parameter node of that call)
+    are its tail. Where one call of a class has no tail, its modules return right after
+    their last parameter op, and the tails seen in other calls are their callers' work
+    (a transpose applied to one block's output, not the other's).
+    """
+    modules = placement.modules
+    instances: dict[tuple[str, int], list[int]] = {}
+    for i in fixed:
+        tag = modules[i]
+        atoms = tag.split(".") if tag else []
+        for cut in range(1, len(atoms) + (0 if tree.is_leaf(tag) else 1)):
+            module = ".".join(atoms[:cut])
+            if module not in tree.containers:
+                instances.setdefault((module, placement.call_of(i)), []).append(i)
+    running: dict[tuple[str, int], list[int]] = {}
+    for i in free:
+        running.setdefault((modules[i], placement.call_of(i)), []).append(i)
+    tails: dict[tuple[str, int], list[int]] = {}
+    for key, own in instances.items():
+        reaching = _reaching(own, data)
+        tails[key] = [i for i in running.get(key, ()) if i not in reaching]
+    ends_clean = {tree.classes[module] for (module, _), tail in tails.items() if not tail}
+    for (module, _), tail in tails.items():
+        if tail and tree.classes[module] in ends_clean:
+            for i in tail:
+                modules[i] = tree.caller(module)
+
+
+def _reaching(targets: list[int], data: DataGraph) -> set[int]:
+    """Nodes from which some target node can be reached through data."""
+    seen = set(targets)
+    pending = list(targets)
+    while pending:
+        for j in data.producers[pending.pop()]:
+            if j not in seen:
+                seen.add(j)
+                pending.append(j)
+    return seen
+
+
+def hand_to_helpers(free: list[int], data: DataGraph, tree: ModuleTree, placement: Placement) -> None:
+    """Give a module's single parameter-free helper child (an activation) the stretch it computes.
+
+    That stretch starts at the output of another child of the module and reads nothing
+    else: every input of each of its nodes is that output or a node of the stretch. A
+    helper computes one stretch per call of its parent.
+    """
+    modules = placement.modules
+    helper_of = {}
+    for name in tree.names:
+        helpers = tree.parameter_free_helpers(name)
+        if len(helpers) == 1:
+            helper_of[name] = helpers[0]
+    stretch_source: dict[int, int] = {}
+    source_of_call: dict[tuple[str, int], int] = {}
+    for i in free:
+        owner = modules[i]
+        helper = helper_of.get(owner)
+        if helper is None or data.reads_graph_input[i]:
+            continue
+        sources = {stretch_source.get(j, j) if modules.get(j) == helper else j for j in data.producers[i]}
+        if len(sources) != 1:
+            continue
+        (source,) = sources
+        source_module = modules.get(source, "")
+        if source in stretch_source or source_module == owner or not is_ancestor(owner, source_module):
+            continue
+        if source_of_call.setdefault((helper, placement.call_of(source)), source) != source:
+            continue
+        modules[i] = helper
+        stretch_source[i] = source
+
+
+def absorb_private_feeders(
+    free: list[int], seeds: dict[int, str], data: DataGraph, tree: ModuleTree, modules: dict[int, str]
+) -> None:
+    """Give a custom leaf module the computation that exists only to feed its parameter op.
+
+    A norm written as a module of its own computes statistics of its input before the
+    op that reads its weight. Walking back from the leaf's seeds, a node joins the leaf
+    when everything it writes is read inside the leaf; the earliest nodes are left out
+    until the joined nodes read one value from outside, the one the leaf was called with.
+    Torch layers are exported as their parameter ops alone and take nothing; an
+    activation already given to a helper module stays with it.
+    """
+    free_set = set(free)
+    helpers = {helper for name in tree.names for helper in tree.parameter_free_helpers(name)}
+    for seed, owner in seeds.items():
+        if not tree.is_leaf(owner) or owner in tree.torch_classes:
+            continue
+        leaf = {k for k, tag in modules.items() if tag == owner}
+        region: set[int] = set()
+        pending = [-j for j in data.producers[seed]]
+        heapq.heapify(pending)
+        while pending:  # latest first, so a node's readers are decided before it
+            j = -heapq.heappop(pending)
+            if j in region or j in leaf or j not in free_set or modules[j] in helpers:
+                continue
+            if all(k in region or k in leaf for k in data.consumers[j]):
+                region.add(j)
+                for producer in data.producers[j]:
+                    heapq.heappush(pending, -producer)
+        ordered = sorted(region)
+        while ordered and len(_outside_inputs(ordered, leaf, data)) > 1:
+            ordered.pop(0)  # the earliest node merges what the leaf was called with
+        for j in ordered:
+            modules[j] = owner
+
+
+def _outside_inputs(region: list[int], leaf: set[int], data: DataGraph) -> set[str]:
+    inside = set(region) | leaf
+    return {value for j in region for value in data.inputs[j] if data.producer.get(value) not in inside}

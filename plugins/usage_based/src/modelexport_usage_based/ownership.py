@@ -1,0 +1,169 @@
+"""Ownership: one module for each seed whose tensor several modules own equally.
+
+A node next to a node of one of its candidates takes that candidate (a bias added to
+the product of its own weight). The readers of equal tensors still undecided share the
+owners out, each owner serving one reader while there are enough: the sharing that puts
+readers nearest (in the module tree) to their seeded neighbours wins, and among equally
+near ones, readers in graph order take owners in call order, which is how the identical
+blocks of a stack follow one another.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from modelexport_core.tags import common_ancestor
+
+from .assignment import min_cost_assignment
+from .data_flow import DataGraph
+from .seeds import ParameterUsers
+
+SEARCH_DISTANCE = 16
+"""How far (in nodes) an ambiguous seed looks for unambiguous seeds on either side."""
+DISTANCE_COST = 0.001
+"""Score a nearer seed is worth over one a node farther away."""
+ORDER_WEIGHT = 0.1
+"""Score a reader gives up to take owners in call order (per rank out of place, ranks scaled to 0..1)."""
+
+
+def _depth(qualname: str) -> int:
+    """How deep a module sits: the number of atoms of its qualified name (0 for the root)."""
+    return qualname.count(".") + 1 if qualname else 0
+
+
+def resolve_owners(
+    users: ParameterUsers, data: DataGraph, readers_of: list[list[int]], module_order: dict[str, int]
+) -> dict[int, str]:
+    """One owning module per parameter-reading node: unambiguous ones as read, the others by the graph.
+
+    Copies of a parameter that no data reaches (an ``Identity`` of an initializer) follow
+    their readers (``readers_of``: every consumer of each node); ``module_order`` is the
+    registration order of the modules, the last word between owners nothing tells apart.
+    """
+    resolved = {i: next(iter(found.modules)) for i, found in users.candidates.items() if len(found.modules) == 1}
+    copies = [i for i in users.candidates if i not in resolved and not (data.producers[i] or data.consumers[i])]
+    pending = sorted(i for i in users.candidates if i not in resolved and i not in copies)
+    changed = True
+    while pending and changed:
+        changed = False
+        for i in pending:
+            adjacent = {resolved[j] for j in data.producers[i] + data.consumers[i] if j in resolved}
+            matches = adjacent & users.candidates[i].modules
+            if len(matches) == 1:
+                resolved[i] = next(iter(matches))
+                changed = True
+        pending = [i for i in pending if i not in resolved]
+
+    groups: dict[frozenset[str], list[int]] = defaultdict(list)
+    for i in pending:
+        groups[users.candidates[i].modules].append(i)
+    call_order = CallOrder(resolved, module_order)
+    for owners, readers in groups.items():
+        scores = {i: _neighbour_scores(i, owners, data, resolved) for i in readers}
+        resolved.update(_share_out(sorted(readers), sorted(owners, key=call_order.key), scores))
+
+    for i in sorted(copies, reverse=True):  # readers come later in the graph
+        found = users.candidates[i]
+        readers = {resolved[j] for j in readers_of[i] if j in resolved} & found.modules
+        if len(readers) == 1:
+            resolved[i] = next(iter(readers))
+        else:
+            resolved[i] = found.named or min(found.modules, key=lambda m: (module_order.get(m, len(module_order)), m))
+    return resolved
+
+
+def _neighbour_scores(
+    start: int, candidates: frozenset[str], data: DataGraph, resolved: dict[int, str]
+) -> dict[str, float]:
+    """For each candidate, how much of its module path it shares with the nearest resolved seeds around.
+
+    The share is a fraction (common ancestor depth over the candidate's depth), so a deep
+    candidate is not favoured for being deep, nor a shallow one for sitting next to other
+    shallow modules.
+    """
+    scores = {candidate: 0.0 for candidate in candidates}
+    for step in (data.producers, data.consumers):
+        for module, distance in _nearest_resolved(start, step, resolved):
+            for candidate in candidates:
+                shared = _depth(common_ancestor([candidate, module])) / max(1, _depth(candidate))
+                scores[candidate] = max(scores[candidate], shared - DISTANCE_COST * distance)
+    return scores
+
+
+def _nearest_resolved(start: int, step: list[list[int]], resolved: dict[int, str]) -> list[tuple[str, int]]:
+    """Resolved seeds reached from ``start`` along ``step`` without passing another resolved seed."""
+    found: list[tuple[str, int]] = []
+    seen = {start}
+    frontier = [start]
+    for distance in range(1, SEARCH_DISTANCE + 1):
+        next_frontier = []
+        for i in frontier:
+            for j in step[i]:
+                if j in seen:
+                    continue
+                seen.add(j)
+                if j in resolved:
+                    found.append((resolved[j], distance))
+                else:
+                    next_frontier.append(j)
+        if not next_frontier:
+            break
+        frontier = next_frontier
+    return found
+
+
+class CallOrder:
+    """Where each module is called, estimated from the seeds: to order owners that have no seed of their own.
+
+    A module with seeds below it is called at its first seed; one without is called right
+    after the previous sibling (in registration order) that has seeds, or where its parent starts.
+    """
+
+    def __init__(self, resolved: dict[int, str], module_order: dict[str, int]):
+        self.first: dict[str, int] = {}
+        self.last: dict[str, int] = {}
+        for i, module in sorted(resolved.items()):
+            atoms = module.split(".") if module else []
+            for cut in range(len(atoms) + 1):
+                prefix = ".".join(atoms[:cut])
+                self.first.setdefault(prefix, i)
+                self.last[prefix] = i
+        self.module_order = module_order
+        self.siblings: dict[str, list[str]] = defaultdict(list)
+        for name in sorted(module_order, key=module_order.__getitem__):
+            if name:
+                self.siblings[name.rpartition(".")[0]].append(name)
+
+    def position(self, module: str) -> float:
+        if module in self.first:
+            return float(self.first[module])
+        if not module:
+            return 0.0
+        parent = module.rpartition(".")[0]
+        earlier = self.siblings.get(parent, [])
+        cut = earlier.index(module) if module in earlier else 0
+        for sibling in reversed(earlier[:cut]):
+            if sibling in self.last:
+                return self.last[sibling] + 0.5
+        return self.position(parent)
+
+    def key(self, module: str) -> tuple[float, int, str]:
+        return self.position(module), self.module_order.get(module, len(self.module_order)), module
+
+
+def _share_out(readers: list[int], owners: list[str], scores: dict[int, dict[str, float]]) -> dict[int, str]:
+    """Give each reader (in graph order) an owner (in call order): best total score, then least out of order.
+
+    Each owner serves one reader, or as many more as needed when there are more readers
+    than owners (a module called several times).
+    """
+    copies = -(-len(readers) // len(owners))
+    columns = [owner for owner in owners for _ in range(copies)]
+
+    def cost(r: int, c: int) -> float:
+        score = scores.get(readers[r], {}).get(columns[c], 0.0)
+        out_of_order = abs(r / max(1, len(readers) - 1) - (c // copies) / max(1, len(owners) - 1))
+        return -score + ORDER_WEIGHT * out_of_order
+
+    assignment = min_cost_assignment(len(readers), len(columns), cost)
+    return {readers[r]: columns[c] for r, c in enumerate(assignment)}

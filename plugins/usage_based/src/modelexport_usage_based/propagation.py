@@ -1,0 +1,122 @@
+"""Bounded propagation: from the parameter seeds to every other node of the graph.
+
+1. Custom leaf modules claim the views around their parameter ops.
+2. Every other data node gets a first guess from the contexts its inputs were computed
+   in, never outside its bound (the deepest module holding a parameter node before it
+   and one after it: what keeps layer i out of layer j).
+3. Helper activations and custom leaves claim their own computation.
+4. The other guesses are refined: nodes adapting a shared value for one module move into
+   it, then each node moves to where its values cross the fewest module boundaries.
+5. Calls end where they stop reading their own values.
+6. Shape arithmetic and constants follow the nodes that read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from modelexport_core.graph import GraphIndex
+from modelexport_core.tags import is_ancestor
+
+from .contexts import Placement, bounds, context_of, feeds_fixed
+from .data_flow import DataGraph, NodeKind, NodeKinds
+from .module_claims import (
+    absorb_private_feeders,
+    align_tails,
+    claim_restoring_views,
+    hand_to_helpers,
+    return_tails,
+)
+from .module_tree import ModuleTree
+from .settle import prepare_for_readers, settle
+
+if TYPE_CHECKING:
+    import onnx
+
+
+@dataclass
+class Propagation:
+    """The module of every node and, for nodes serving several modules, the others."""
+
+    modules: dict[int, str]
+    also: dict[int, list[str]] = field(default_factory=dict)
+
+
+def propagate(
+    graph: "onnx.GraphProto",
+    index: GraphIndex,
+    seeds: dict[int, str],
+    calls: dict[int, int],
+    kinds: NodeKinds,
+    data: DataGraph,
+    tree: ModuleTree,
+    static_values: set[str],
+    shapes: dict[str, tuple],
+) -> Propagation:
+    """Tag every node, from the seeds (node index to owning module) and their call numbers."""
+    placement = Placement(dict(seeds), dict(calls))
+    modules = placement.modules
+    claim_restoring_views(graph, kinds, tree, data, shapes, modules, static_values)
+    fixed = set(modules)
+    limits = bounds(len(graph.node), data, tree, fixed, modules)
+    free = [i for i in range(len(graph.node)) if i not in fixed and kinds.kinds[i] is NodeKind.DATA]
+    pinned: set[int] = set()
+    for i in free:
+        module, call, merged = context_of(i, data, tree, placement)
+        modules[i] = module if is_ancestor(limits[i], module) else limits[i]
+        placement.calls[i] = call
+        if merged:
+            pinned.add(i)
+    hand_to_helpers(free, data, tree, placement)
+    absorb_private_feeders(free, seeds, data, tree, modules)
+    claimed = {i for i in free if tree.is_leaf(modules[i])}
+    movable = [i for i in free if i not in pinned and i not in claimed]
+    prepare_for_readers(movable, graph, data, tree, limits, modules)
+    settle(movable, graph, data, tree, limits, modules)
+    return_tails(free, data, tree, feeds_fixed(len(graph.node), data, fixed), placement)
+    align_tails(free, data, tree, fixed, placement)
+    also: dict[int, list[str]] = {}
+    for i in free:  # a node joining streams from several modules (a residual add) serves them too
+        contexts = {tree.closing_context(modules[j]) for j in data.producers[i] if j in modules}
+        others = sorted(c for c in contexts if not is_ancestor(c, modules[i]))
+        if len(contexts) > 1 and others:
+            also[i] = others
+    _tag_readers_of(graph, index, kinds, tree, modules, also)
+    return Propagation(modules, also)
+
+
+def _caller_if_layer(qualname: str, tree: ModuleTree) -> str:
+    """A torch layer with parameters is exported as its parameter ops alone: what it reads besides was its caller's."""
+    if qualname in tree.torch_classes and tree.is_leaf(qualname) and qualname not in tree.without_parameters:
+        return tree.closing_context(qualname)
+    return qualname
+
+
+def _tag_readers_of(
+    graph: "onnx.GraphProto",
+    index: GraphIndex,
+    kinds: NodeKinds,
+    tree: ModuleTree,
+    modules: dict[int, str],
+    also: dict[int, list[str]],
+) -> None:
+    """Shape arithmetic takes its readers' common module; a constant its first reader's.
+
+    Exporters share one constant or one ``Shape`` between modules; the first reader is
+    the one it was made for, the others are listed as further modules it serves. What a
+    torch layer reads besides its parameters (indices, shapes) was computed by its caller.
+    """
+    for i in reversed(range(len(graph.node))):
+        if i in modules or kinds.kinds[i] is NodeKind.DATA:
+            continue
+        readers = [_caller_if_layer(modules[j], tree) for j in index.node_consumers(graph, i) if j in modules]
+        if not readers:
+            continue
+        if kinds.kinds[i] is NodeKind.CONSTANT:
+            modules[i] = readers[0]
+        else:
+            modules[i] = tree.common(readers)
+        others = sorted(set(readers) - {modules[i]})
+        if len(set(readers)) > 1 and others:
+            also[i] = others

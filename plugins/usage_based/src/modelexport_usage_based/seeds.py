@@ -1,0 +1,95 @@
+"""Seeding: the nodes that read a parameter or buffer, with every module owning an equal tensor.
+
+A node that reads a tensor equal to a parameter (or to the transpose of one), stored in
+the graph or copied, cast or transposed from a stored one, is a seed. Several modules
+may own equal tensors (zero biases, unit norm weights, tied weights); ``ownership``
+picks one. Each seed also gets a call number, to tell the calls of a reused module apart.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .data_flow import DataGraph
+from .graph_values import constant_array, initializer_arrays
+from .parameters import ParameterIndex, TensorOwners
+
+if TYPE_CHECKING:
+    import onnx
+
+@dataclass
+class ParameterUsers:
+    """Every node that reads a parameter or buffer, with the modules owning an equal tensor."""
+
+    candidates: dict[int, TensorOwners]
+    static_values: set[str]
+    """Values computed from initializers and constants alone (no graph input reaches them)."""
+    tensors: dict[int, tuple[str, ...]]
+    """The values (as digests) of the parameter tensors each reader reads."""
+
+
+def find_parameter_users(graph: "onnx.GraphProto", params: ParameterIndex) -> ParameterUsers:
+    """Find the nodes reading a parameter or buffer, directly or transposed, cast or copied first."""
+    arrays = initializer_arrays(graph)
+    static_values = set(arrays)
+    owners: dict[str, TensorOwners] = {}
+    for name, array in arrays.items():
+        found = params.owners(array, name)
+        if found is not None:
+            owners[name] = found
+
+    stored = set(owners)  # tensors stored in the graph, as opposed to computed from one
+    candidates: dict[int, TensorOwners] = {}
+    tensors: dict[int, tuple[str, ...]] = {}
+    for i, node in enumerate(graph.node):
+        inputs = [value for value in node.input if value]
+        if node.op_type == "Constant":
+            static_values.update(node.output)
+            array = constant_array(node)
+            found = params.owners(array, node.output[0]) if array is not None else None
+            if found is not None:
+                owners[node.output[0]] = found
+                stored.add(node.output[0])
+                candidates[i] = found
+                tensors[i] = (found.value,)
+            continue
+        read = [value for value in inputs if value in owners]
+        all_static = bool(inputs) and all(value in static_values for value in inputs)
+        if all_static:
+            static_values.update(value for value in node.output if value)
+        if not read:
+            continue
+        # a parameter read as stored names its owner better than a tensor computed from a buffer
+        direct = [value for value in read if value in stored] or read
+        sets = [owners[value].modules for value in direct]
+        modules = frozenset.intersection(*sets) or frozenset().union(*sets)
+        named = next((owners[value].named for value in direct if owners[value].named in modules), None)
+        candidates[i] = TensorOwners(modules, named)
+        tensors[i] = tuple(sorted(owners[value].value for value in direct))
+        if all_static and len(read) == 1:  # a parameter transposed, cast or copied: its readers use it too
+            for value in node.output:
+                if value:
+                    param = params.param_for_name(value)
+                    hint = param.rpartition(".")[0] if param else None
+                    owners[value] = TensorOwners(modules, hint if hint in modules else named, owners[read[0]].value)
+    return ParameterUsers(candidates, static_values, tensors)
+
+
+def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGraph) -> dict[int, int]:
+    """Which call of its module each seed belongs to: the k-th node reading the same values for the same owner.
+
+    A module called three times has each of its parameter ops three times in the graph
+    (the exporter may even store the tensor three times). Copies of a parameter that
+    no data reaches are not calls.
+    """
+    seen: dict[tuple[str, tuple[str, ...]], int] = defaultdict(int)
+    numbers: dict[int, int] = {}
+    for i in sorted(resolved):
+        if not (data.producers[i] or data.consumers[i] or data.reads_graph_input[i]):
+            continue
+        key = (resolved[i], users.tensors.get(i, ()))
+        numbers[i] = seen[key]
+        seen[key] += 1
+    return numbers

@@ -1,0 +1,131 @@
+"""Refining first guesses: each node moves to where its values cross the fewest module boundaries."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from modelexport_core.tags import is_ancestor
+
+from .data_flow import DataGraph
+from .module_tree import ModuleTree
+
+if TYPE_CHECKING:
+    import onnx
+
+SETTLE_SWEEPS = 4
+"""Rounds of moving nodes; each move lowers the total number of boundary crossings."""
+
+
+def prepare_for_readers(
+    free: list[int],
+    graph: "onnx.GraphProto",
+    data: DataGraph,
+    tree: ModuleTree,
+    bounds: list[str],
+    modules: dict[int, str],
+) -> None:
+    """A node that only adapts a widely read value for one module belongs to that module.
+
+    A mask built once and read by every layer is turned into an additive bias inside each
+    layer; a final hidden state that the model returns and a head reads is sliced inside
+    the head. Such a node reads one value that is read elsewhere too and feeds a single
+    module.
+    """
+    for i in reversed(free):
+        if len(data.inputs[i]) != 1 or not data.is_published(data.inputs[i][0]):
+            continue
+        outputs = data.outputs(graph, i)
+        if any(value in data.graph_outputs for value in outputs):
+            continue
+        readers = {
+            tree.closing_context(modules[k]) if tree.is_leaf(modules[k]) else modules[k]
+            for value in outputs
+            for k in data.readers.get(value, ())
+            if k in modules
+        }
+        if len(readers) == 1:
+            (reader,) = readers
+            if is_ancestor(bounds[i], reader):
+                modules[i] = reader
+
+
+def settle(
+    free: list[int],
+    graph: "onnx.GraphProto",
+    data: DataGraph,
+    tree: ModuleTree,
+    bounds: list[str],
+    modules: dict[int, str],
+) -> None:
+    """Move each free node to where its values cross the fewest module boundaries, within its bound.
+
+    A value read in several modules crosses into each once, so the cost of a placement is,
+    over the values a node reads and writes, the size of the module subtree joining the
+    value's producer and all its readers (graph inputs and outputs sit at the root). A
+    node only moves into a module that has children (a leaf holds its parameter ops, not
+    its neighbours' work). Ties keep the current tag, unless they lie in different
+    elements of a stack (the end of layer i or the start of layer i+1): then the module
+    holding both, so that a node is never given to the wrong one of two identical layers.
+    """
+
+    def tag_of(j: int | None) -> str:
+        return modules[j] if j is not None and j in modules else ""
+
+    for _ in range(SETTLE_SWEEPS):
+        changed = False
+        for i in free:
+            read = [
+                [tag_of(data.producer.get(value))]
+                + [modules[k] for k in data.readers[value] if k != i and k in modules]
+                for value in data.inputs[i]
+            ]
+            written = [
+                [modules[k] for k in data.readers.get(value, ()) if k in modules]
+                + ([""] if value in data.graph_outputs else [])
+                for value in data.outputs(graph, i)
+            ]
+            current = modules[i]
+            options = {current}
+            for tags in read + written:
+                for tag in tags:
+                    options.update(a for a in _ancestors_within(tag, bounds[i], tree) if not tree.is_leaf(a))
+
+            def cost(option: str) -> int:
+                return sum(tree.span(tags + [option]) for tags in read + written)
+
+            costs = {option: cost(option) for option in options}
+            lowest = min(costs.values())
+            tied = [option for option, value in costs.items() if value == lowest]
+            best = current if costs[current] == lowest else min(tied, key=lambda o: (-tree.depth(o), o))
+            if any(_repeated_siblings(o, best) for o in tied):
+                shared = tree.common(tied)  # torn between two layers of a stack: the stack's owner
+                if costs.get(shared) == lowest:
+                    best = shared
+            if best != current:
+                modules[i] = best
+                changed = True
+        if not changed:
+            break
+
+
+def _repeated_siblings(a: str, b: str) -> bool:
+    """Whether two modules lie in different elements of one container (``layers.1`` against ``layers.2``)."""
+    for x, y in zip(a.split("."), b.split(".")):
+        if x != y:
+            return x.isdigit() and y.isdigit()
+    return False
+
+
+def _ancestors_within(qualname: str, bound: str, tree: ModuleTree) -> list[str]:
+    """The called modules from ``qualname`` up to ``bound`` (none when it lies outside the bound)."""
+    if not is_ancestor(bound, qualname):
+        return []
+    result = []
+    current = qualname
+    while True:
+        if current not in tree.containers:
+            result.append(current)
+        if current == bound or not current:
+            break
+        current = current.rpartition(".")[0]
+    return result

@@ -1,0 +1,115 @@
+"""The ``usage_based`` strategy: parameter ownership, then propagation bounded by the module tree.
+
+It reads nothing of the exporter's scope records: only the graph, the model's
+parameters and buffers, and its module tree. So it tags an ONNX file exported
+elsewhere as well as its own export.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from modelexport_core.graph import GraphIndex, fill_missing_modules
+from modelexport_core.strategy import (
+    ExportContext,
+    StrategyFailed,
+    StrategyUnavailable,
+    TaggingResult,
+    TaggingStrategy,
+)
+
+from .data_flow import DataGraph, classify_nodes, value_shapes
+from .module_tree import ModuleTree
+from .ownership import resolve_owners
+from .parameters import ParameterIndex
+from .propagation import propagate
+from .seeds import call_numbers, find_parameter_users
+
+if TYPE_CHECKING:
+    import onnx
+
+DEFAULT_OPSET = 17
+
+
+class UsageBasedStrategy(TaggingStrategy):
+    """Tag the nodes that use a parameter with its owner, then spread tags within module bounds."""
+
+    name = "usage_based"
+    priority = 50
+    description = (
+        "Nodes reading a parameter get its owning module; the others take tags through the graph, "
+        "never outside the deepest module that holds parameter nodes on both sides of them"
+    )
+    requires = "The model's parameters and an ONNX graph of it (its own TorchScript export, or any file)"
+
+    def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
+        import onnx
+        import torch
+
+        try:
+            torch.onnx.export(
+                ctx.module,
+                ctx.args,
+                str(onnx_path),
+                dynamo=False,
+                opset_version=ctx.opset or DEFAULT_OPSET,
+                input_names=ctx.input_names,
+                output_names=ctx.output_names,
+                dynamic_axes=ctx.dynamic_axes or None,
+            )
+        except Exception as error:  # the exporter raises many unrelated types
+            first_line = (str(error).strip().splitlines() or [""])[0][:200]
+            raise StrategyFailed(f"TorchScript export failed: {type(error).__name__}: {first_line}") from error
+        result = self.tag_onnx(ctx, onnx.load(str(onnx_path)))
+        result.exporter = "torchscript"
+        return result
+
+    def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
+        started = time.perf_counter()
+        graph = onnx_model.graph
+        index = GraphIndex.of(graph)
+        tree = ModuleTree.of(ctx.model)
+        users = find_parameter_users(graph, ParameterIndex(ctx.model))
+        if not users.candidates and next(ctx.model.parameters(), None) is not None:
+            raise StrategyUnavailable(
+                "no tensor of the graph equals a parameter of the model (another model, other weights or dtype?)"
+            )
+        kinds = classify_nodes(graph, users.static_values, set(users.candidates))
+        data = DataGraph.of(graph, index, kinds, users.static_values)
+        readers_of = [index.node_consumers(graph, i) for i in range(len(graph.node))]
+        module_order = {name: position for position, name in enumerate(tree.names)}
+        seeds = resolve_owners(users, data, readers_of, module_order)
+        propagation = propagate(
+            graph,
+            index,
+            seeds,
+            call_numbers(users, seeds, data),
+            kinds,
+            data,
+            tree,
+            users.static_values,
+            value_shapes(onnx_model),
+        )
+        tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
+        node_modules = fill_missing_modules(graph, tagged)
+        return TaggingResult(
+            node_modules=node_modules,
+            exporter=_exporter_of(onnx_model),
+            also={index.keys[i]: others for i, others in propagation.also.items()},
+            details={
+                "seeded_nodes": len(seeds),
+                "ambiguous_seeds": sum(1 for owners in users.candidates.values() if len(owners.modules) > 1),
+                "filled_nodes": len(node_modules) - len(tagged),
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        )
+
+
+def _exporter_of(onnx_model: "onnx.ModelProto") -> str:
+    """Which exporter wrote a graph, from how it names nodes (the dynamo exporter: ``node_<op>``)."""
+    named = [node.name for node in onnx_model.graph.node if node.name]
+    if named and sum(name.startswith("node_") for name in named) * 2 > len(named):
+        return "dynamo"
+    return "torchscript"

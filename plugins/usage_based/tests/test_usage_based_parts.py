@@ -1,0 +1,115 @@
+"""The parts on their own: discovery, parameter matching, sharing out, the module tree, failures."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from modelexport_core import get_strategy, make_context
+from modelexport_core.strategy import StrategyFailed, StrategyUnavailable
+from modelexport_usage_based.assignment import min_cost_assignment
+from modelexport_usage_based.module_tree import ModuleTree
+from modelexport_usage_based.parameters import ParameterIndex
+from modelexport_usage_based.strategy import UsageBasedStrategy
+
+SOURCE = Path(__file__).parents[1] / "src" / "modelexport_usage_based"
+MODEL_WORDS = re.compile(
+    r"\b(bert|gpt2?|llama|vit|resnet|t5|roberta|qwen|embeddings?|encoder|decoder|pooler|attention)\b", re.IGNORECASE
+)
+
+
+def test_discovered_through_its_entry_point():
+    info = get_strategy("usage_based")
+    assert info.distribution == "modelexport-usage-based"
+    assert info.strategy is UsageBasedStrategy
+    assert info.priority == 50
+
+
+def test_source_names_no_model_architecture():
+    for path in SOURCE.glob("*.py"):
+        assert not MODEL_WORDS.search(path.read_text()), path.name
+
+
+class Pair(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(3, 4)
+        self.second = torch.nn.Linear(3, 4, bias=False)
+        with torch.no_grad():
+            self.second.weight.copy_(self.first.weight)
+            self.first.bias.copy_(torch.arange(4.0))
+        self.register_buffer("steps", torch.arange(5))
+
+
+def test_parameters_match_by_value_as_stored_or_transposed():
+    model = Pair()
+    index = ParameterIndex(model)
+    weight = model.first.weight.detach().numpy()
+    assert index.owners(weight).modules == {"first", "second"}
+    assert index.owners(np.ascontiguousarray(weight.T)).modules == {"first", "second"}
+    assert index.owners(np.arange(4.0, dtype=np.float32)).modules == {"first"}
+    assert index.owners(np.arange(5)).modules == {""}  # a buffer of the root
+    assert index.owners(np.ones((3, 4), dtype=np.float32)) is None
+
+
+def test_a_name_is_a_hint_only_when_the_value_agrees():
+    model = Pair()
+    index = ParameterIndex(model)
+    weight = model.first.weight.detach().numpy()
+    assert index.owners(weight, "model.second.weight").named == "second"
+    assert index.owners(weight, "model.first.bias").named is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4).flatmap(lambda rows: st.tuples(
+    st.just(rows),
+    st.integers(rows, 5).flatmap(lambda cols: st.lists(
+        st.lists(st.integers(0, 9), min_size=cols, max_size=cols), min_size=rows, max_size=rows)),
+)))
+def test_assignment_is_the_cheapest_one(case):
+    rows, costs = case
+    columns = len(costs[0])
+    chosen = min_cost_assignment(rows, columns, lambda r, c: costs[r][c])
+    assert len(set(chosen)) == rows
+    best = min(sum(costs[r][c] for r, c in enumerate(p)) for p in itertools.permutations(range(columns), rows))
+    assert sum(costs[r][c] for r, c in enumerate(chosen)) == best
+
+
+def test_module_tree_knows_containers_and_modules_that_make_no_nodes():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.GELU(), torch.nn.Dropout(0.5))
+    model.stack = torch.nn.ModuleList([torch.nn.Linear(2, 2)])
+    tree = ModuleTree.of(model.eval())
+    assert tree.containers == {"stack"}
+    assert tree.pass_through == {"2"}
+    assert tree.parameter_free_helpers("") == ["1"]
+    assert tree.common(["stack.0"]) == "stack.0"
+    assert tree.distance("stack.0", "0") == 2  # siblings once the container is skipped
+
+
+class Unexportable(torch.nn.Module):
+    def forward(self, x):
+        return torch.histc(x, bins=4)  # no ONNX translation
+
+
+def test_export_failure_is_reported_as_strategy_failed(tmp_path):
+    ctx = make_context(Unexportable(), {"x": torch.ones(2, 3)})
+    with pytest.raises(StrategyFailed, match="histc") as failure:
+        UsageBasedStrategy().export(ctx, tmp_path / "unexportable.onnx")
+    assert "\n" not in str(failure.value)
+
+
+def test_a_graph_of_another_model_is_declined(tmp_path):
+    """Without a single tensor equal to one of the model's parameters there is nothing to start from."""
+    first = make_context(torch.nn.Linear(3, 4).eval(), {"x": torch.ones(2, 3)})
+    UsageBasedStrategy().export(first, tmp_path / "first.onnx")
+    other = make_context(torch.nn.Linear(3, 4).eval(), {"x": torch.ones(2, 3)})
+    with pytest.raises(StrategyUnavailable):
+        UsageBasedStrategy().tag_onnx(other, onnx.load(str(tmp_path / "first.onnx")))
