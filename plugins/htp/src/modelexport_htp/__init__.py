@@ -1,0 +1,10 @@
+"""modelexport plugin: the ``htp`` (Hierarchical Trace-and-Project) strategy."""
+
+from modelexport_core import hookimpl
+
+
+@hookimpl
+def modelexport_strategies():
+    from .strategy import HTPStrategy
+
+    return [HTPStrategy]

@@ -1,0 +1,133 @@
+"""Tagging the nodes no recorded call was matched to, from the nodes they serve.
+
+What remains after the projection are pieces of a call the exporter split into several
+nodes, constants, shape arithmetic and the Identity nodes the exporter puts in front of
+merged initializers. Each gets the module of the nodes consuming it. A node serving one
+module belongs to it. Scalars and shapes serving several belong to the first of them
+to run: the exporter merges equal small computations (shape reads, scale factors) into
+their first occurrence. A bigger value serving several was computed before being
+handed to them, so it belongs to their deepest common module that ran. Either way the
+other modules are listed as further contexts. The Identity of an initializer belongs
+to the module owning the parameter its consumer read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from modelexport_core.graph import GraphIndex, fill_missing_modules
+from modelexport_core.tags import common_ancestor, is_ancestor
+
+from .project import Projection
+from .trace import Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+
+SMALL_SIZE = 8
+"""Values with at most this many elements are taken for scalars and shapes."""
+
+
+def _small(value: "np.ndarray | None") -> bool:
+    return value is not None and getattr(value, "size", SMALL_SIZE + 1) <= SMALL_SIZE
+
+
+def executed_ancestor(qualname: str, executed: set[str]) -> str:
+    """The nearest module at or above ``qualname`` whose forward ran (containers never run)."""
+    while qualname and qualname not in executed:
+        qualname = qualname.rpartition(".")[0]
+    return qualname
+
+
+def tag_nodes(
+    onnx_model: "onnx.ModelProto",
+    projection: Projection,
+    trace: Trace,
+    values: dict[str, "np.ndarray"],
+) -> tuple[dict[str, str], dict[str, list[str]], dict[str, str]]:
+    """Module of every node, further modules served by shared nodes, and how each node was tagged."""
+    graph = onnx_model.graph
+    index = GraphIndex.of(graph)
+    keys = index.keys
+    executed = set(trace.execution_trace) | {""}
+    order = {name: i for i, name in enumerate(dict.fromkeys(trace.execution_trace))}
+    modules: dict[int, str] = {}
+    time: dict[int, float] = {}
+    how: dict[str, str] = {}
+    also: dict[str, list[str]] = {}
+
+    for node_index, record_index in projection.matched.items():
+        modules[node_index] = executed_ancestor(trace.records[record_index].module, executed)
+        time[node_index] = record_index
+        how[keys[node_index]] = "matched"
+
+    consumers = [index.node_consumers(graph, i) for i in range(len(keys))]
+    for node_index in reversed(range(len(keys))):
+        node = graph.node[node_index]
+        if node_index in modules:
+            continue
+        served = [c for c in consumers[node_index] if c in modules]
+        if not served:
+            continue
+        owner = _initializer_owner(node, served, projection, trace)
+        served_modules = list(dict.fromkeys(modules[c] for c in served))
+        first = min(served, key=lambda c: (time.get(c, float("inf")), order.get(modules[c], 0)))
+        time[node_index] = time.get(first, float("inf"))
+        if owner is not None:
+            modules[node_index] = owner
+            how[keys[node_index]] = "parameter owner"
+        elif len(served_modules) == 1:
+            modules[node_index] = served_modules[0]
+            how[keys[node_index]] = "consumer"
+        elif all(_small(values.get(v)) for v in node.output if v):
+            modules[node_index] = modules[first]
+            how[keys[node_index]] = "first consumer"
+        else:
+            modules[node_index] = executed_ancestor(common_ancestor(served_modules), executed)
+            how[keys[node_index]] = "common consumer"
+        others = _outermost(m for m in served_modules if not is_ancestor(modules[node_index], m))
+        if others:
+            also[keys[node_index]] = others
+
+    partial = {keys[i]: m for i, m in modules.items()}
+    result = fill_missing_modules(graph, partial)
+    for key, module in result.items():
+        if key not in how:
+            how[key] = "neighbours"
+            result[key] = executed_ancestor(module, executed)
+    for node_index, module in modules.items():
+        if node_index not in projection.matched:
+            continue
+        outside = _outermost(
+            modules[c] for c in consumers[node_index] if c in modules and not is_ancestor(module, modules[c])
+        )
+        if len(outside) > 1:
+            also[keys[node_index]] = outside
+    return result, also, how
+
+
+def _outermost(qualnames: Iterable[str]) -> list[str]:
+    """The given modules without those inside another one given, in first-seen order."""
+    names = list(dict.fromkeys(qualnames))
+    return [n for n in names if not any(o != n and is_ancestor(o, n) for o in names)]
+
+
+def _initializer_owner(
+    node: "onnx.NodeProto",
+    served: list[int],
+    projection: Projection,
+    trace: Trace,
+) -> str | None:
+    """For the Identity of an initializer: the module owning the parameter its first consumer read."""
+    if node.op_type != "Identity" or not node.output or node.output[0] not in projection.initializer_params:
+        return None
+    candidates = projection.initializer_params[node.output[0]]
+    for consumer in sorted(served, key=lambda c: projection.matched.get(c, 1 << 62)):
+        record_index = projection.matched.get(consumer)
+        if record_index is None:
+            continue
+        for name in trace.records[record_index].params:
+            if name in candidates:
+                return trace.param_owners[name]
+    return None

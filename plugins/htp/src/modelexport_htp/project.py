@@ -1,0 +1,236 @@
+"""The project half of HTP: map recorded torch calls onto ONNX nodes by data flow and values.
+
+Walking the ONNX graph in topological order, each node output is compared with the
+recorded call outputs of the same shape and kind; among the calls whose output has the
+same values, the one that descends (in the recorded data flow) from the calls already
+matched upstream of the node is chosen, nearest first. Identical values computed in
+different layers are therefore told apart by where their inputs came from, never by
+node order or names. Outputs that match nothing (pieces of an operation the exporter
+split, constants, shape arithmetic) are left for :mod:`.fill`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .trace import INPUT_PREFIX, Trace
+from .value_index import ValueIndex, informative, same_values
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+
+
+@dataclass
+class Projection:
+    """Which recorded call each ONNX node was matched to, and what was seen on the way."""
+
+    matched: dict[int, int] = field(default_factory=dict)
+    """ONNX node index to the index of the recorded call that produced its output."""
+    unmatched_values: int = 0
+    ambiguous: int = 0
+    """Matches that had several candidates with equal values (decided by data flow)."""
+    realigned: int = 0
+    """Matches made or moved by walking back from matched nodes to their calls' inputs."""
+    initializer_params: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Initializer (or Identity of one) to the parameters holding the same values."""
+
+
+def _candidates(trace: Trace) -> ValueIndex[int]:
+    """Every recorded output, keyed by the index of its record."""
+    index: ValueIndex[int] = ValueIndex()
+    for record in trace.records:
+        for output in record.outputs:
+            index.add(record.index, output)
+    return index
+
+
+def _parameters(trace: Trace) -> ValueIndex[str]:
+    """Every parameter and buffer by qualified name, matrices also transposed (the exporter folds ``W.T``)."""
+    index: ValueIndex[str] = ValueIndex()
+    for name, value in trace.param_values.items():
+        index.add(name, value)
+        if value.ndim == 2:
+            index.add(name, value.T)
+    return index
+
+
+def initializer_parameters(onnx_model: "onnx.ModelProto", trace: Trace) -> dict[str, frozenset[str]]:
+    """For each initializer and each Identity of one, the parameters it may hold (equal values)."""
+    from onnx import numpy_helper
+
+    index = _parameters(trace)
+    result: dict[str, frozenset[str]] = {}
+    for initializer in onnx_model.graph.initializer:
+        result[initializer.name] = frozenset(index.find(numpy_helper.to_array(initializer)))
+    for node in onnx_model.graph.node:
+        if node.op_type == "Identity" and node.input and node.input[0] in result:
+            result[node.output[0]] = result[node.input[0]]
+    return result
+
+
+def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trace: Trace) -> Projection:
+    """Match ONNX nodes to recorded calls by comparing values and following data flow."""
+    graph = onnx_model.graph
+    ancestors = trace.ancestors()
+    candidates = _candidates(trace)
+    params_of = initializer_parameters(onnx_model, trace)
+    dependent = trace.input_dependent()
+    inputs = {r.op[len(INPUT_PREFIX):]: r.index for r in trace.records if r.op.startswith(INPUT_PREFIX)}
+
+    # Each value's anchors: groups of recorded calls it was computed from, nearest first. A
+    # group is one matched call, or every input-independent call holding the same value
+    # (a constant the exporter folded may stand for any of them).
+    anchors: dict[str, frozenset[frozenset[int]]] = {}
+    for value in graph.input:
+        if value.name in inputs:
+            anchors[value.name] = frozenset([frozenset([inputs[value.name]])])
+    used_records: set[int] = set()
+    projection = Projection(initializer_params=params_of)
+
+    for node_index, node in enumerate(graph.node):
+        frontier: set[frozenset[int]] = set()
+        for name in node.input:
+            frontier |= anchors.get(name, frozenset())
+        latest = max((next(iter(g)) for g in frontier if len(g) == 1), default=-1)
+        held = [params_of[name] for name in node.input if params_of.get(name)]
+        for output in node.output:
+            value = values.get(output)
+            found: list[tuple[int, int, int, int]] = []
+            if value is not None and informative(value):
+                found = _plausible(candidates.find(value), frontier, latest, held, trace, ancestors, dependent)
+                if len(found) > 1:
+                    projection.ambiguous += 1
+                elif not found:
+                    projection.unmatched_values += 1
+            if not found:
+                anchors[output] = frozenset(frontier)
+                continue
+            chosen = min(found, key=lambda c: (-c[1], -c[2], c[0] in used_records, c[3]))[0]
+            if frontier:
+                anchors[output] = frozenset([frozenset([chosen])])
+            else:
+                anchors[output] = frozenset([frozenset(c[0] for c in found)])
+            used_records.add(chosen)
+            projection.matched.setdefault(node_index, chosen)
+    _align_backwards(graph, values, trace, projection, used_records)
+    return projection
+
+
+def _plausible(
+    found: list[int],
+    frontier: set[frozenset[int]],
+    latest: int,
+    held: list[frozenset[str]],
+    trace: Trace,
+    ancestors: list[int],
+    dependent: list[bool],
+) -> list[tuple[int, int, int, int]]:
+    """The calls that could have produced a node's output: (record, inputs covered, parameters shared, distance).
+
+    Causality first: the call must have run after every call the node's inputs came
+    from, or be one of them and read the same parameters as the node (an operation the
+    exporter split into several nodes, the last ones changing nothing). If no candidate
+    is causal (an upstream match was wrong), a call that descends from at least one of
+    those calls is accepted. A call that read recorded tensors, none of them upstream of
+    the node, never is. Among equals the nearest call after the covered inputs wins.
+    A node that depends on no input (the exporter folded it into constants) matches the
+    first call that depends on no input either. Calls exporters write no node for
+    (dropout in eval, ``contiguous``) count only when nothing else holds the value.
+    """
+    kept = [index for index in found if not trace.records[index].dropped]
+    causal, descending = [], []
+    for index in kept or found:
+        record = trace.records[index]
+        shared = sum(1 for names in held if names & set(record.params))
+        if not frontier:
+            if not dependent[index]:
+                causal.append((index, 0, shared, index))
+            continue
+        covered = [
+            max(f for f in group if f == index or ancestors[index] >> f & 1)
+            for group in frontier
+            if any((f == index and shared) or ancestors[index] >> f & 1 for f in group)
+        ]
+        distance = index - max(covered) if covered else index - latest
+        entry = (index, len(covered), shared, distance)
+        if covered and (index > latest or (frozenset([index]) in frontier and shared)):
+            causal.append(entry)
+        elif covered:
+            descending.append(entry)
+        elif not record.inputs and index > latest:
+            causal.append(entry)  # a factory or a slice of a parameter: only time can tell
+    return causal or descending
+
+
+def _align_backwards(
+    graph: "onnx.GraphProto",
+    values: dict[str, "np.ndarray"],
+    trace: Trace,
+    projection: Projection,
+    used: set[int],
+) -> None:
+    """Check and complete the matches of producers against the recorded inputs of their consumers' calls.
+
+    The edge from a node to a matched consumer stands for an edge of the recorded data
+    flow: the producer must be the call that the consumer's call read, holding the same
+    value. Walking upwards from the outputs, this matches producers whose values said
+    too little by themselves (all zeros, a broadcast index), moves a producer matched to
+    an equal value computed independently elsewhere (the same mask built from the same
+    input in two places) to the call actually read, and moves a node matched to one of a
+    chain of calls that returned their input unchanged (dropout in eval, ``.to`` the
+    same dtype) to the one its consumer read.
+    """
+    records = trace.records
+    ancestors = trace.ancestors()
+    producer = {value: i for i, node in enumerate(graph.node) for value in node.output if value}
+    consumers: dict[int, list[int]] = defaultdict(list)
+    for i, node in enumerate(graph.node):
+        for name in node.input:
+            if name in producer:
+                consumers[producer[name]].append(i)
+
+    def undropped(record: int) -> int:
+        """The call a dropped call (dropout in eval, ``contiguous``) passed its value on from."""
+        while records[record].dropped and len(records[record].inputs) == 1:
+            record = records[record].inputs[0]
+        return record
+
+    def holds(record: int, value: "np.ndarray") -> bool:
+        return any(same_values(value, out) for out in records[record].outputs)
+
+    pending = [-i for i in projection.matched]  # a max-heap of node indices: consumers before producers
+    heapq.heapify(pending)
+    while pending:
+        node_index = -heapq.heappop(pending)
+        record_index = projection.matched[node_index]
+        for name in graph.node[node_index].input:
+            source = producer.get(name)
+            value = values.get(name)
+            if source is None or value is None:
+                continue
+            current = projection.matched.get(source)
+            read = list(dict.fromkeys(undropped(s) for s in records[record_index].inputs))
+            if current is None:
+                options = [s for s in read if s not in used and holds(s, value)]
+            else:
+                options = []
+                if records[current].alias:
+                    options = [
+                        s for s in read
+                        if s != current and records[s].alias and ancestors[s] >> current & 1 and holds(s, value)
+                    ]
+                readers = [projection.matched[c] for c in consumers[source] if c in projection.matched]
+                if not options and not any(current in records[r].inputs for r in readers):
+                    options = [
+                        s for s in read
+                        if s != current and s not in used and not ancestors[s] >> current & 1 and holds(s, value)
+                    ]
+            if len(options) == 1:
+                projection.matched[source] = options[0]
+                projection.realigned += 1
+                used.add(options[0])
+                heapq.heappush(pending, -source)

@@ -1,0 +1,186 @@
+"""The ``htp`` strategy: Hierarchical Trace-and-Project.
+
+Trace: run the model once with module hooks and a torch function mode, recording every
+torch call with the module stack at that moment. Project: export plainly, compute every
+intermediate ONNX value with onnxruntime, and match ONNX nodes to recorded calls by their
+values and data flow. The exporter's own scope records (node names, metadata) are never
+read: the hierarchy is inferred, and those records stay a reference for the tests.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from modelexport_core import (
+    ExportContext,
+    StrategyFailed,
+    StrategyOption,
+    StrategyUnavailable,
+    TaggingResult,
+    TaggingStrategy,
+)
+
+if TYPE_CHECKING:
+    import onnx
+
+    from .project import Projection
+    from .trace import Trace
+
+DEFAULT_OPSET = 17
+DEFAULT_DYNAMO_OPSET = 18
+EXPORTERS = ("torchscript", "dynamo", "auto")
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def export_plain(ctx: ExportContext, onnx_path: Path, exporter: str) -> None:
+    """Export ``ctx.module`` with the named torch exporter, untouched (no tags, no renaming)."""
+    import logging
+    import warnings
+
+    import torch
+
+    onnx_logger = logging.getLogger("torch.onnx")  # the dynamo exporter's notices of missing torchvision ops
+    level = onnx_logger.level
+    onnx_logger.setLevel(max(level, logging.ERROR))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if exporter == "torchscript":
+                torch.onnx.export(
+                    ctx.module,
+                    ctx.args,
+                    str(onnx_path),
+                    input_names=ctx.input_names,
+                    output_names=ctx.output_names,
+                    dynamic_axes=ctx.dynamic_axes or None,
+                    opset_version=ctx.opset or DEFAULT_OPSET,
+                    dynamo=False,
+                )
+                return
+            # below opset 18 the dynamo exporter drops the node metadata PyTorch's records live in
+            opset = max(ctx.opset or DEFAULT_DYNAMO_OPSET, DEFAULT_DYNAMO_OPSET)
+            program = torch.onnx.export(
+                ctx.module,
+                tuple(ctx.args),
+                input_names=ctx.input_names,
+                output_names=ctx.output_names,
+                dynamic_shapes=_dynamic_shapes(ctx),
+                opset_version=opset,
+                dynamo=True,
+                verbose=False,
+            )
+            program.save(str(onnx_path))
+    finally:
+        onnx_logger.setLevel(level)
+
+
+def _dynamic_shapes(ctx: ExportContext) -> tuple | None:
+    """torch.export's ``dynamic_shapes`` for the wrapper's ``*tensors``: ``Dim.AUTO`` on every dynamic axis."""
+    from torch.export import Dim
+
+    specs = tuple({axis: Dim.AUTO for axis in ctx.dynamic_axes.get(name, {})} or None for name in ctx.input_names)
+    return None if all(spec is None for spec in specs) else (specs,)
+
+
+class HTPStrategy(TaggingStrategy):
+    """Trace torch calls with a module stack, then project them onto a plain export by data flow."""
+
+    name = "htp"
+    priority = 100
+    description = (
+        "Hierarchical Trace-and-Project: records every torch call with the module stack (hooks + "
+        "TorchFunctionMode), then matches ONNX nodes to calls by intermediate values and data flow"
+    )
+    requires = "onnxruntime, and a model whose export onnxruntime can run on the example inputs"
+    options = (
+        StrategyOption(
+            "exporter",
+            str,
+            "auto",
+            "torchscript, dynamo, or auto (TorchScript, and the dynamo exporter if TorchScript fails)",
+        ),
+    )
+
+    def check(self, ctx: ExportContext) -> None:
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError as error:
+            raise StrategyUnavailable("htp needs onnxruntime to compare values") from error
+        exporter = ctx.options.get("exporter", "auto")
+        if exporter not in EXPORTERS:
+            raise StrategyUnavailable(f"htp.exporter must be one of {', '.join(EXPORTERS)}, not {exporter!r}")
+
+    def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
+        import onnx
+
+        self.check(ctx)
+        choice = ctx.options.get("exporter", "auto")
+        attempts = ["torchscript", "dynamo"] if choice == "auto" else [choice]
+        failures = []
+        for exporter in attempts:
+            try:
+                export_plain(ctx, onnx_path, exporter)
+                break
+            except Exception as error:  # noqa: BLE001 - any exporter error means this exporter failed
+                failures.append(f"{exporter} export failed: {_one_line(error)}")
+        else:
+            raise StrategyFailed("; ".join(failures))
+        result = self._tag(ctx, onnx.load(str(onnx_path)), exporter)
+        if failures:
+            result.details["exporter_fallback"] = failures
+        return result
+
+    def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
+        """Tag an export made elsewhere: the projection needs only the graph and the example inputs."""
+        self.check(ctx)
+        return self._tag(ctx, onnx_model, _exporter_guess(onnx_model))
+
+    def _tag(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str) -> TaggingResult:
+        from .fill import tag_nodes
+        from .project import project
+        from .trace import trace_execution
+        from .values import intermediate_values
+
+        try:
+            trace = trace_execution(ctx)
+        except Exception as error:  # noqa: BLE001
+            raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
+        try:
+            values = intermediate_values(onnx_model, ctx.input_names, ctx.args)
+        except Exception as error:  # noqa: BLE001
+            raise StrategyFailed(f"onnxruntime could not run the export: {_one_line(error)}") from error
+        projection = project(onnx_model, values, trace)
+        node_modules, also, how = tag_nodes(onnx_model, projection, trace, values)
+        details = _details(ctx, trace, projection, how, exporter)
+        return TaggingResult(node_modules=node_modules, exporter=exporter, also=also, details=details)
+
+
+def _exporter_guess(onnx_model: "onnx.ModelProto") -> str:
+    """Which torch exporter most likely wrote a file, for the record only: dynamo writes opset 18 and up."""
+    opset = next((o.version for o in onnx_model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    return "dynamo" if opset >= DEFAULT_DYNAMO_OPSET else "torchscript"
+
+
+def _details(
+    ctx: ExportContext, trace: "Trace", projection: "Projection", how: dict[str, str], exporter: str
+) -> dict[str, Any]:
+    """The sidecar section: the execution trace and how each node was tagged."""
+    calls = Counter(trace.execution_trace)
+    return {
+        "execution_trace": list(trace.execution_trace),
+        "module_calls": {name: count for name, count in calls.items() if count > 1},
+        "modules_never_called": [name for name, _ in ctx.model.named_modules() if name not in calls],
+        "recorded_calls": len(trace.records),
+        "matched_nodes": len(projection.matched),
+        "ambiguous_values": projection.ambiguous,
+        "realigned_nodes": projection.realigned,
+        "unmatched_values": projection.unmatched_values,
+        "tagged_by": dict(Counter(how.values())),
+        "exporter": exporter,
+    }

@@ -1,0 +1,242 @@
+"""The trace half of HTP: run the model once and record every torch operation with its module stack.
+
+Forward pre/post hooks on every module keep a stack of the modules executing; a
+``TorchFunctionMode`` sees every torch call (functions, tensor methods, factories: no
+list of ops) and records, for each call that returns tensors, the module stack at that
+moment, which earlier records produced its tensor inputs, which parameters it read and
+a copy of its outputs. The copies are what the projection compares ONNX values with.
+The only calls known by name are the few that change no value and that exporters
+write no node for (dropout in eval, ``contiguous``): the projection passes over them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from modelexport_core import ExportContext
+
+
+INPUT_PREFIX = "input:"
+"""Records of the model inputs have this op name followed by the input's name."""
+
+DROPPED_CALLS = frozenset({"contiguous", "detach", "clone"})
+"""Calls that change no value and that no exporter writes a node for (with any dropout in eval)."""
+
+
+@dataclass
+class OpRecord:
+    """One torch call seen during the trace."""
+
+    index: int
+    op: str
+    stack: tuple[str, ...]
+    """Qualified names (of the user's model) of the modules executing, outermost first."""
+    inputs: tuple[int, ...]
+    """Indices of the records whose outputs this call read."""
+    params: tuple[str, ...]
+    """Qualified names of the parameters and buffers this call read."""
+    outputs: list["np.ndarray"] = field(default_factory=list)
+    alias: bool = False
+    """The call returned one of its inputs unchanged (``.to`` to the same dtype, dropout in eval)."""
+
+    @property
+    def dropped(self) -> bool:
+        """A call exporters write no node for in inference: dropout, ``contiguous``, ``detach``, ``clone``."""
+        last = self.op.rpartition(".")[2].strip("_").lower()
+        return "dropout" in last or last in DROPPED_CALLS
+
+    @property
+    def module(self) -> str:
+        """The innermost module executing when the call was made ('' is the root)."""
+        return self.stack[-1] if self.stack else ""
+
+
+@dataclass
+class Trace:
+    """Everything one traced run recorded."""
+
+    records: list[OpRecord]
+    execution_trace: list[str]
+    """Qualified names of the modules in the order their forward was called (repeats kept)."""
+    param_owners: dict[str, str]
+    """Parameter or buffer qualified name to the qualified name of the module holding it."""
+    param_values: dict[str, "np.ndarray"]
+
+    def ancestors(self) -> list[int]:
+        """For each record, a bit set (an int) of every record it depends on through data flow."""
+        result: list[int] = []
+        for record in self.records:
+            bits = 0
+            for source in record.inputs:
+                bits |= result[source] | (1 << source)
+            result.append(bits)
+        return result
+
+
+    def input_dependent(self) -> list[bool]:
+        """For each record, whether its value depends on a model input through data flow."""
+        result: list[bool] = []
+        for record in self.records:
+            result.append(record.op.startswith(INPUT_PREFIX) or any(result[s] for s in record.inputs))
+        return result
+
+
+def _tensors(value: Any) -> Iterator["torch.Tensor"]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def _op_name(func: Any) -> str:
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+    return str(name)
+
+
+def _mutates_first_argument(op: str) -> bool:
+    """In-place calls (``add_``, ``__setitem__``) change their first argument, which may not be returned."""
+    last = op.rpartition(".")[2]
+    return last == "__setitem__" or (last.endswith("_") and not last.endswith("__"))
+
+
+class _Recorder:
+    """State shared by the module hooks and the function mode during one traced run."""
+
+    def __init__(self, param_ids: dict[int, str]):
+        self.stack: list[str] = []
+        self.records: list[OpRecord] = []
+        self.execution_trace: list[str] = []
+        self.param_ids = param_ids
+        self.producer: dict[int, int] = {}
+        self.alive: list[Any] = []  # keeps every seen tensor alive so that ids are never reused
+
+    def add_input(self, name: str, tensor: "torch.Tensor") -> None:
+        record = OpRecord(len(self.records), f"{INPUT_PREFIX}{name}", (), (), ())
+        record.outputs.append(tensor.detach().clone())
+        self.records.append(record)
+        self.producer[id(tensor)] = record.index
+        self.alive.append(tensor)
+
+    def record(self, op: str, args: tuple, kwargs: dict, result: Any) -> None:
+        outputs = list(_tensors(result))
+        if not outputs and _mutates_first_argument(op) and args and hasattr(args[0], "detach"):
+            outputs = [args[0]]
+        if not outputs:
+            return
+        sources: list[int] = []
+        params: list[str] = []
+        for tensor in _tensors((args, kwargs)):
+            key = id(tensor)
+            if key in self.param_ids:
+                if self.param_ids[key] not in params:
+                    params.append(self.param_ids[key])
+            elif key in self.producer and self.producer[key] not in sources:
+                sources.append(self.producer[key])
+            self.alive.append(tensor)
+        record = OpRecord(len(self.records), op, tuple(self.stack), tuple(sources), tuple(params))
+        if not _mutates_first_argument(op):
+            argument_ids = {id(t) for t in _tensors((args, kwargs))}
+            record.alias = any(id(t) in argument_ids for t in outputs)
+        for tensor in outputs:
+            try:
+                record.outputs.append(tensor.detach().clone())
+            except Exception:  # noqa: BLE001 - tensors that cannot be copied are simply not compared
+                continue
+            self.producer[id(tensor)] = record.index
+            self.alive.append(tensor)
+        self.records.append(record)
+
+
+def _make_mode(recorder: _Recorder):
+    from torch.overrides import TorchFunctionMode
+
+    class RecordingMode(TorchFunctionMode):
+        """Records every torch call made while active; nested calls inside one call are not seen."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            result = func(*args, **kwargs)
+            recorder.record(_op_name(func), args, kwargs, result)
+            return result
+
+    return RecordingMode()
+
+
+def _numpy(tensor: "torch.Tensor") -> "np.ndarray":
+    import torch
+
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16 or tensor.dtype == torch.float16:
+        tensor = tensor.float()
+    return tensor.resolve_conj().resolve_neg().numpy()
+
+
+def _numpy_or_none(tensor: "torch.Tensor") -> "np.ndarray | None":
+    try:
+        return _numpy(tensor)
+    except Exception:  # noqa: BLE001 - sparse, quantized or meta tensors are not compared
+        return None
+
+
+def trace_execution(ctx: "ExportContext") -> Trace:
+    """Run ``ctx.module`` on ``ctx.args`` once, recording every torch call and module call."""
+    import torch
+
+    model = ctx.model
+    param_ids: dict[int, str] = {}
+    param_owners: dict[str, str] = {}
+    param_values: dict[str, Any] = {}
+    for qualname, module in model.named_modules():
+        for local, tensor in list(module.named_parameters(recurse=False)) + list(module.named_buffers(recurse=False)):
+            if tensor is None or id(tensor) in param_ids:
+                continue  # a tied parameter belongs to the first module that holds it
+            full = f"{qualname}.{local}" if qualname else local
+            param_ids[id(tensor)] = full
+            param_owners[full] = qualname
+            value = _numpy_or_none(tensor)
+            if value is not None:
+                param_values[full] = value
+
+    recorder = _Recorder(param_ids)
+    handles = []
+
+    def make_hooks(qualname: str):
+        def pre_hook(module, args):
+            recorder.stack.append(qualname)
+            recorder.execution_trace.append(qualname)
+
+        def post_hook(module, args, output):
+            if recorder.stack and recorder.stack[-1] == qualname:
+                recorder.stack.pop()
+            elif qualname in recorder.stack:  # an exception unwound inner modules without their hooks
+                del recorder.stack[len(recorder.stack) - 1 - recorder.stack[::-1].index(qualname):]
+
+        return pre_hook, post_hook
+
+    try:
+        for qualname, module in model.named_modules():
+            pre_hook, post_hook = make_hooks(qualname)
+            handles.append(module.register_forward_pre_hook(pre_hook))
+            handles.append(module.register_forward_hook(post_hook, always_call=True))
+        for name, tensor in zip(ctx.input_names, ctx.args):
+            recorder.add_input(name, tensor)
+        with torch.no_grad(), _make_mode(recorder):
+            ctx.module(*ctx.args)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+    for record in recorder.records:
+        record.outputs = [array for array in map(_numpy_or_none, record.outputs) if array is not None]
+    return Trace(recorder.records, recorder.execution_trace, param_owners, param_values)

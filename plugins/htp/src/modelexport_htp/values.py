@@ -1,0 +1,49 @@
+"""Every intermediate value of an ONNX graph on the example inputs, computed with onnxruntime.
+
+The projection compares these with the tensors the trace recorded: a value computed by
+the same operation on the same inputs is the strongest evidence of where a node came from.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+    import torch
+
+
+def _numpy_input(tensor: "torch.Tensor") -> "np.ndarray":
+    return tensor.detach().cpu().numpy()
+
+
+def intermediate_values(
+    onnx_model: "onnx.ModelProto", input_names: Sequence[str], args: Sequence["torch.Tensor"]
+) -> dict[str, "np.ndarray"]:
+    """Run ``onnx_model`` on ``args`` and return the value of every node output (by value name).
+
+    Every node output is made a graph output so that nothing is optimised away; values
+    onnxruntime cannot produce are simply missing from the result.
+    """
+    import onnx
+    import onnxruntime as ort
+
+    model = onnx.ModelProto()
+    model.CopyFrom(onnx_model)
+    graph = model.graph
+    existing = {output.name for output in graph.output}
+    for node in graph.node:
+        for value in node.output:
+            if value and value not in existing:
+                graph.output.append(onnx.ValueInfoProto(name=value))
+                existing.add(value)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    graph_inputs = {i.name for i in session.get_inputs()}
+    feeds = {name: _numpy_input(tensor) for name, tensor in zip(input_names, args) if name in graph_inputs}
+    names = [output.name for output in session.get_outputs()]
+    results = session.run(names, feeds)
+    return dict(zip(names, results))

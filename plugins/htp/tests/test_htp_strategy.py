@@ -1,0 +1,174 @@
+"""The htp strategy as a plugin: discovery, options, failures, the sidecar section, and its rules."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import onnx
+import pytest
+import torch
+
+from htp_support import build
+from modelexport_core import StrategyFailed, StrategyUnavailable, TaggingStrategy, get_strategy, make_context
+from modelexport_core.graph import node_key
+from modelexport_core.tags import is_ancestor
+from modelexport_htp.strategy import HTPStrategy, export_plain
+
+SOURCE = Path(__file__).parents[1] / "src" / "modelexport_htp"
+
+
+def test_discovered_through_its_entry_point():
+    info = get_strategy("htp")
+    assert info.distribution == "modelexport-htp"
+    assert info.strategy is HTPStrategy
+    assert issubclass(HTPStrategy, TaggingStrategy)
+    assert HTPStrategy.name == "htp" and HTPStrategy.priority == 100
+
+
+def test_source_names_no_model():
+    banned = re.compile(
+        r"\b(bert|gpt|gpt2|llama|vit|resnet|t5|roberta|qwen|embeddings?|encoder|decoder|pooler|attention)\b",
+        re.IGNORECASE,
+    )
+    hits = [f"{p.name}: {m.group(0)}" for p in SOURCE.glob("*.py") for m in banned.finditer(p.read_text())]
+    assert hits == []
+
+
+def test_source_never_reads_the_exporters_scope_records():
+    """Node names and metadata are PyTorch's record of the hierarchy: htp may not decide tags from them."""
+    forbidden = ["metadata_props", "name_scopes", "_trace_module_map", "node.name", ".name.startswith"]
+    hits = [f"{p.name}: {word}" for p in SOURCE.glob("*.py") for word in forbidden if word in p.read_text()]
+    assert hits == []
+
+
+def test_tags_do_not_change_when_every_name_is_erased(tmp_path):
+    """Rename all nodes, values and initializers: the projection reads values and data flow only."""
+    model, inputs = build("stacked_blocks")
+    ctx = make_context(model, inputs)
+    path = tmp_path / "plain.onnx"
+    export_plain(ctx, path, "torchscript")
+    original = onnx.load(str(path))
+    renamed = onnx.load(str(path))
+    graph = renamed.graph
+    keep = {i.name for i in graph.input}
+    mapping: dict[str, str] = {}
+
+    def rename(value: str) -> str:
+        if not value or value in keep:
+            return value
+        return mapping.setdefault(value, f"v{len(mapping)}")
+
+    for tensor in graph.initializer:
+        tensor.name = rename(tensor.name)
+    for node in graph.node:
+        node.name = ""
+        node.doc_string = ""
+        del node.metadata_props[:]
+        node.input[:] = [rename(v) for v in node.input]
+        node.output[:] = [rename(v) for v in node.output]
+    for output in graph.output:
+        output.name = rename(output.name)
+    del graph.value_info[:]
+    strategy = HTPStrategy()
+    before = strategy.tag_onnx(ctx, original).node_modules
+    after = strategy.tag_onnx(ctx, renamed).node_modules
+    keys_before = [node_key(n, i) for i, n in enumerate(original.graph.node)]
+    keys_after = [node_key(n, i) for i, n in enumerate(renamed.graph.node)]
+    assert [before[k] for k in keys_before] == [after[k] for k in keys_after]
+
+
+def test_sidecar_details_hold_the_execution_trace(measured):
+    m = measured("reused_module")
+    details = m.result.details
+    json.dumps(details)
+    trace = details["execution_trace"]
+    assert trace[0] == ""
+    assert trace.count("shared") == 3 and trace.count("gate") == 2
+    assert trace.index("shared") < trace.index("gate") < trace.index("out")
+    assert details["tagged_by"]["matched"] > 0
+    assert details["exporter"] == "torchscript"
+    assert "blocks" in measured("stacked_blocks").result.details["modules_never_called"]
+
+
+@pytest.mark.parametrize("name", ["bert", "stacked_blocks", "tied_weights", "reused_module"])
+def test_also_lists_other_real_modules_beside_the_primary(measured, name):
+    m = measured(name)
+    modules = {n for n, _ in m.ctx.model.named_modules()}
+    for key, others in m.result.also.items():
+        primary = m.result.node_modules[key]
+        assert others and set(others) <= modules
+        assert all(not is_ancestor(primary, other) for other in others)
+
+
+def test_shared_constants_list_the_modules_they_serve(measured):
+    m = measured("bert")
+    assert m.result.also, "shared nodes (residual sources, merged initializers) should list further modules"
+
+
+def test_unknown_exporter_option_is_unavailable():
+    model, inputs = build("stacked_blocks")
+    ctx = make_context(model, inputs, options={"exporter": "nope"})
+    with pytest.raises(StrategyUnavailable):
+        HTPStrategy().check(ctx)
+
+
+def test_export_failure_is_reported_with_its_reason(tmp_path):
+    class Broken(torch.nn.Module):
+        def forward(self, x):
+            if torch.onnx.is_in_onnx_export() or torch.jit.is_tracing() or torch.compiler.is_compiling():
+                raise RuntimeError("cannot be exported")
+            return x * 2
+
+    ctx = make_context(Broken().eval(), {"x": torch.ones(2, 3)})
+    with pytest.raises(StrategyFailed, match="torchscript export failed.*cannot be exported"):
+        HTPStrategy().export(ctx, tmp_path / "m.onnx")
+
+
+def test_dynamo_export_is_projected_too(measured):
+    """The fallback exporter: the same projection on a dynamo export, measured against its name_scopes."""
+    m = measured("stacked_blocks", dynamic=False, exporter="dynamo")
+    assert m.result.exporter == "dynamo"
+    assert m.coverage == 1.0
+    assert m.agreement == 1.0, m.report()
+    assert m.contaminated == []
+
+
+def test_end_to_end_through_the_core(tmp_path):
+    from modelexport_core.export import ExportOptions, export_model
+    from modelexport_core.models import LoadedModel
+    from modelexport_core.sidecar import validate_sidecar
+
+    model, inputs = build("same_class_siblings")
+    loaded = LoadedModel(model=model, source="test", kind="factory", inputs=inputs)
+    report = export_model(loaded, tmp_path / "m.onnx", ExportOptions(strategies=["htp"]))
+    assert report.strategy == "htp"
+    assert report.coverage == 1.0 and report.verification.passed
+    document = json.loads(report.sidecar_path.read_text())
+    assert validate_sidecar(document, [n.name for n in onnx.load(str(report.onnx_path)).graph.node]) == []
+    assert report.sidecar["details"]["execution_trace"][:2] == ["", "q_norm"]
+    tags = {entry["tag"] for entry in report.sidecar["nodes"].values()}
+    assert any("Scale.q_norm" in t for t in tags) and any("Scale.k_norm" in t for t in tags)
+
+
+def test_falls_back_to_dynamo_when_torchscript_cannot_export(tmp_path):
+    """``torch.diff`` has no TorchScript symbolic at opset 17; the default ``auto`` projects a dynamo export."""
+    from modelexport_core.reference import dynamo_node_modules
+
+    class Differences(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = torch.nn.Linear(6, 6)
+            self.second = torch.nn.Linear(5, 3)
+
+        def forward(self, x):
+            return self.second(torch.diff(self.first(x), dim=-1))
+
+    torch.manual_seed(0)
+    ctx = make_context(Differences().eval(), {"x": torch.randn(2, 4, 6)}, dynamic=False)
+    result = HTPStrategy().export(ctx, tmp_path / "m.onnx")
+    assert result.exporter == "dynamo"
+    assert "aten::diff" in result.details["exporter_fallback"][0]
+    reference = dynamo_node_modules(onnx.load(str(tmp_path / "m.onnx")))
+    assert result.node_modules == reference
