@@ -177,3 +177,42 @@ def test_tag_refuses_a_strategy_that_needs_its_own_export(tmp_path, tagged_bert)
                                  "-s", "builtin_tracking"])
     assert "cannot tag an existing ONNX file" in _one_line_error(result)
     assert not (tmp_path / "t.onnx").exists()
+
+
+@pytest.fixture(scope="module")
+def users_own_export(tmp_path_factory):
+    """A BERT file exported by a user directly (dynamo, weights in an external data file, no wrapper)."""
+    import torch
+
+    from modelexport_core.inputs import inputs_from_config
+    from modelexport_core.models import load_model
+
+    folder = tmp_path_factory.mktemp("theirs")
+    model = load_model("preset:bert").model
+    torch.onnx.export(model, (), str(folder / "theirs.onnx"), kwargs=dict(inputs_from_config(model), use_cache=False),
+                      dynamo=True, external_data=True)
+    assert (folder / "theirs.onnx.data").is_file()
+    return folder / "theirs.onnx"
+
+
+def test_tag_a_users_own_export_with_external_data(users_own_export, tmp_path):
+    import numpy as np
+    import onnxruntime
+
+    output = tmp_path / "tagged" / "ours.onnx"
+    result = runner.invoke(app, ["tag", str(users_own_export), "-m", "preset:bert", "-o", str(output), "--json"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in output.parent.iterdir()) == ["ours.hierarchy.json", "ours.onnx", "ours.onnx.data"]
+    document = json.loads((output.parent / "ours.hierarchy.json").read_text())
+    layer_tags = {e["tag"] for e in document["nodes"].values() if "BertLayer" in e["tag"]}
+    assert any("BertLayer.0" in t for t in layer_tags) and any("BertLayer.1" in t for t in layer_tags)
+    session = onnxruntime.InferenceSession(str(output))
+    ones = np.ones((2, 8), dtype=np.int64)
+    assert session.run(None, {"input_ids": ones, "attention_mask": ones})[0].shape == (2, 8, 32)
+
+
+def test_tag_with_the_wrong_model_is_refused(users_own_export, tmp_path):
+    result = runner.invoke(app, ["tag", str(users_own_export), "-m", "preset:gpt2", "-o", str(tmp_path / "w.onnx")])
+    line = _one_line_error(result)
+    assert "weight tensors of GPT2Model appear in the graph" in line
+    assert list(tmp_path.iterdir()) == []

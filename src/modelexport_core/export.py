@@ -300,22 +300,25 @@ def export_model(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _copy_external_data(model: "onnx.ModelProto", source_folder: Path, target_folder: Path) -> None:
-    """Copy the external data files a graph refers to, so the tagged copy still finds its weights."""
+def _copy_external_data(model: "onnx.ModelProto", source_folder: Path, target_folder: Path, output_name: str) -> None:
+    """Copy the external data files a graph refers to beside the tagged copy, named after it."""
     from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
-    locations = {
-        ExternalDataInfo(tensor).location
-        for tensor in model.graph.initializer
-        if uses_external_data(tensor)
+    external = [tensor for tensor in model.graph.initializer if uses_external_data(tensor)]
+    locations = sorted({ExternalDataInfo(tensor).location for tensor in external})
+    renamed = {
+        location: f"{output_name}.data" if len(locations) == 1 else f"{output_name}.{i}.data"
+        for i, location in enumerate(locations)
     }
-    for location in locations:
+    for location, new_name in renamed.items():
         source = source_folder / location
         if not source.is_file():
             raise OutputPathError(f"external data file {source} is missing")
-        target = target_folder / location
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        shutil.copyfile(source, target_folder / new_name)
+    for tensor in external:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                entry.value = renamed[entry.value]
 
 
 def tag_existing(
@@ -336,7 +339,10 @@ def tag_existing(
     chain = strategy_chain(options.strategies)
     ctx, tags = _prepare(loaded, options, progress)
     try:
+        # the graph alone is what gets tagged and written; strategies get the weights too, since
+        # they match initializers to parameters by value
         source = onnx.load(str(onnx_file), load_external_data=False)
+        with_weights = onnx.load(str(onnx_file))
     except Exception as error:
         raise OutputPathError(f"{onnx_file} is not a readable ONNX file: {first_line(error)}") from error
     workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=folder))
@@ -347,14 +353,14 @@ def tag_existing(
             attempt_started = time.perf_counter()
             strategy_ctx = replace(ctx, options=resolve_options(info.strategy, options.strategy_options.get(info.name, {})))
             try:
-                result = info.strategy().tag_onnx(strategy_ctx, source)
+                result = info.strategy().tag_onnx(strategy_ctx, with_weights)
             except (StrategyUnavailable, StrategyFailed) as error:
                 status = "unavailable" if isinstance(error, StrategyUnavailable) else "failed"
                 attempts.append(Attempt(info.name, status, str(error), round(time.perf_counter() - attempt_started, 3)))
                 continue
             attempts.append(Attempt(info.name, "ok", "", round(time.perf_counter() - attempt_started, 3)))
             onnx_path = workdir / output.name
-            _copy_external_data(source, onnx_file.parent, workdir)
+            _copy_external_data(source, onnx_file.parent, workdir, output.name)
             onnx.save(source, str(onnx_path))
             return _write_outputs(ctx, loaded, onnx_path, result, info.name, attempts, options, tags, output,
                                   progress, started)

@@ -54,6 +54,7 @@ class ParameterIndex:
         self._by_value: dict[tuple, set[str]] = defaultdict(set)
         self._by_name: dict[str, str] = {}
         self._values: dict[str, tuple] = {}
+        self._distinctive: set[str] = set()
         modules = {name for name, _ in model.named_modules()}
         for qualname, tensor in _named_tensors(model):
             module = owner_module(qualname)
@@ -67,8 +68,20 @@ class ParameterIndex:
             if array.size < MIN_MATCH_ELEMENTS:
                 continue
             self._by_value[key].add(module)
+            keys = {key}
             if array.ndim == 2:
+                keys.add(_value_key(array.T))
                 self._by_value[_value_key(array.T)].add(module)
+            if array.size and (array != array.flat[0]).any():
+                self._distinctive.add(repr(min(keys)))
+
+    def distinctive_values(self) -> set[str]:
+        """Digests (as :class:`TensorOwners` gives them) of tensors holding more than one distinct value.
+
+        Constant tensors (zero biases, unit norm weights) equal one another across any two
+        models; the others identify the model's weights.
+        """
+        return set(self._distinctive)
 
     def param_for_name(self, name: str) -> str | None:
         """The parameter or buffer a graph name spells (with or without the export wrapper's prefix)."""

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 DEFAULT_OPSET = 17
 
 
+MIN_WEIGHTS_FOUND = 0.5
+"""Share of the model's non-constant weight tensors a graph must hold to be tagged as that model."""
+
+
 class UsageBasedStrategy(TaggingStrategy):
     """Tag the nodes that use a parameter with its owner, then spread tags within module bounds."""
 
@@ -71,10 +75,18 @@ class UsageBasedStrategy(TaggingStrategy):
         graph = onnx_model.graph
         index = GraphIndex.of(graph)
         tree = ModuleTree.of(ctx.model)
-        users = find_parameter_users(graph, ParameterIndex(ctx.model))
+        parameters = ParameterIndex(ctx.model)
+        users = find_parameter_users(graph, parameters)
         if not users.candidates and next(ctx.model.parameters(), None) is not None:
             raise StrategyUnavailable(
                 "no tensor of the graph equals a parameter of the model (another model, other weights or dtype?)"
+            )
+        distinctive = parameters.distinctive_values()
+        found = {digest for digests in users.tensors.values() for digest in digests} & distinctive
+        if distinctive and len(found) < MIN_WEIGHTS_FOUND * len(distinctive):
+            raise StrategyUnavailable(
+                f"only {len(found)} of the {len(distinctive)} weight tensors of {type(ctx.model).__name__} appear in "
+                "the graph: it was exported from another model or other weights"
             )
         kinds = classify_nodes(graph, users.static_values, set(users.candidates))
         data = DataGraph.of(graph, index, kinds, users.static_values)
