@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from modelexport_core.exporters import export_torchscript
 from modelexport_core.graph import GraphIndex, fill_missing_modules
 from modelexport_core.strategy import (
     ExportContext,
-    StrategyFailed,
     StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
@@ -30,9 +30,6 @@ from .seeds import call_numbers, find_parameter_users
 if TYPE_CHECKING:
     import onnx
 
-DEFAULT_OPSET = 17
-
-
 MIN_WEIGHTS_FOUND = 0.5
 """Share of the model's non-constant weight tensors a graph must hold to be tagged as that model."""
 
@@ -46,26 +43,12 @@ class UsageBasedStrategy(TaggingStrategy):
         "Nodes reading a parameter get its owning module; the others take tags through the graph, "
         "never outside the deepest module that holds parameter nodes on both sides of them"
     )
-    requires = "The model's parameters and an ONNX graph of it (its own TorchScript export, or any file)"
+    requires = "the model's parameters and an ONNX graph of it (its own TorchScript export, or any file)"
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
         import onnx
-        import torch
 
-        try:
-            torch.onnx.export(
-                ctx.module,
-                ctx.args,
-                str(onnx_path),
-                dynamo=False,
-                opset_version=ctx.opset or DEFAULT_OPSET,
-                input_names=ctx.input_names,
-                output_names=ctx.output_names,
-                dynamic_axes=ctx.dynamic_axes or None,
-            )
-        except Exception as error:  # the exporter raises many unrelated types
-            first_line = (str(error).strip().splitlines() or [""])[0][:200]
-            raise StrategyFailed(f"TorchScript export failed: {type(error).__name__}: {first_line}") from error
+        export_torchscript(ctx, onnx_path)
         result = self.tag_onnx(ctx, onnx.load(str(onnx_path)))
         result.exporter = "torchscript"
         return result
