@@ -6,11 +6,7 @@ import pytest
 
 from htp_models import ARCHITECTURES
 from htp_support import CASES, PRESETS, initializer_owners
-
-# TorchScript merges equal shape reads of several blocks into the first block and scopes
-# the scalars it wraps for the later blocks there, though only the later block uses them
-# (see test_merged_shape_reads_are_the_only_disagreement); tested separately.
-MERGED_SHAPE_READS = {("cross_stack", True), ("t5", True)}
+from modelexport_core.tags import is_ancestor
 
 
 def check(measured, threshold: float = 0.99) -> None:
@@ -35,8 +31,6 @@ def test_presets_static_shapes_agree_with_pytorch(measured, name):
 @pytest.mark.parametrize("dynamic", [True, False], ids=["dynamic", "static"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_hard_and_custom_cases_agree_with_pytorch(measured, name, dynamic):
-    if (name, dynamic) in MERGED_SHAPE_READS:
-        pytest.skip("checked by test_merged_shape_reads_are_the_only_disagreement")
     check(measured(name, dynamic=dynamic), threshold=1.0)
 
 
@@ -45,37 +39,20 @@ def test_more_architectures_agree_with_pytorch(measured, name):
     check(measured(name))
 
 
-def test_t5_static_agrees_with_pytorch(measured):
-    check(measured("t5", dynamic=False), threshold=1.0)
+@pytest.mark.parametrize("dynamic", [True, False], ids=["dynamic", "static"])
+def test_t5_agrees_with_pytorch(measured, dynamic):
+    check(measured("t5", dynamic=dynamic), threshold=1.0)
 
 
-@pytest.mark.parametrize("name", sorted(name for name, _ in MERGED_SHAPE_READS))
-def test_merged_shape_reads_are_the_only_disagreement(measured, name):
-    """Where TorchScript merged equal shape reads, htp gives their wrappers to the block using them.
-
-    Every node PyTorch scopes in an earlier block while htp gives it to a later sibling
-    must be a one-element integer (a dimension, or the constant listed beside it) whose
-    consumers all belong to the module htp chose: data flow says that module uses it.
-    """
-
-    from modelexport_core.graph import GraphIndex
-    from modelexport_htp.values import intermediate_values
-
+@pytest.mark.parametrize("name", ["cross_stack", "t5"])
+def test_merged_shape_reads_follow_their_first_occurrence(measured, name):
+    """TorchScript merges equal shape reads of sibling blocks into the first block and builds there
+    the scalars wrapped for the later blocks: htp puts those wrappers in the first block too, and
+    lists the block using them beside it."""
     m = measured(name, dynamic=True)
-    assert m.coverage == 1.0
-    assert m.agreement >= 0.9, m.report()
-    graph = m.onnx_model.graph
-    index = GraphIndex.of(graph)
-    values = intermediate_values(m.onnx_model, m.ctx.input_names, m.ctx.args)
-    position = {key: i for i, key in enumerate(index.keys)}
-    for key in m.contaminated:
-        node = graph.node[position[key]]
-        value = values[node.output[0]]
-        assert value.dtype.kind in "iu" and value.size == 1, m.report()
-        users = {m.result.node_modules[index.keys[c]] for c in index.node_consumers(graph, position[key])}
-        assert users == {m.result.node_modules[key]}, m.report()
-    others = set(m.disagreeing) - set(m.contaminated)
-    assert len(others) <= 0.01 * len(m.scoped), m.report()
+    assert m.result.details["tagged_by"].get("first occurrence", 0) > 0
+    wrappers = [k for k in m.scoped if any(not is_ancestor(m.reference[k], o) for o in m.result.also.get(k, []))]
+    assert wrappers and all(m.result.node_modules[k] == m.reference[k] for k in wrappers), m.report()
 
 
 @pytest.mark.parametrize("name", PRESETS + ["stacked_blocks", "tied_weights"])

@@ -7,7 +7,9 @@ module belongs to it. Scalars and shapes serving several belong to the first of 
 to run: the exporter merges equal small computations (shape reads, scale factors) into
 their first occurrence. A bigger value serving several was computed before being
 handed to them, so it belongs to their deepest common module that ran. Either way the
-other modules are listed as further contexts. The Identity of an initializer belongs
+other modules are listed as further contexts. Where a later module repeats a small
+computation of an earlier sibling from merged shape reads, the wrappers built for the
+repeat follow the first occurrence, as the exporter builds them there. The Identity of an initializer belongs
 to the module owning the parameter its consumer read.
 """
 
@@ -90,6 +92,7 @@ def tag_nodes(
         if others:
             also[keys[node_index]] = others
 
+    _follow_first_occurrences(graph, index, projection, values, modules, order, how, also)
     partial = {keys[i]: m for i, m in modules.items()}
     result = fill_missing_modules(graph, partial)
     for key, module in result.items():
@@ -105,6 +108,116 @@ def tag_nodes(
         if len(outside) > 1:
             also[keys[node_index]] = outside
     return result, also, how
+
+
+def structural_ids(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"]) -> list[int | None]:
+    """For each node with small outputs, an id shared by the nodes computing the same thing.
+
+    Same thing means the same operation, attributes and inputs, where constants count by
+    value and computed inputs by their own ids. Nodes with bigger outputs get ``None``.
+    """
+    from onnx import numpy_helper
+
+    keys: dict[str, tuple] = {}
+    for position, value in enumerate(graph.input):
+        keys[value.name] = ("input", position)
+    for initializer in graph.initializer:
+        array = numpy_helper.to_array(initializer)
+        small = array.size <= SMALL_SIZE
+        keys[initializer.name] = ("constant", array.dtype.str, array.shape, array.tobytes()) if small else ("large",)
+    interned: dict[tuple, int] = {}
+    result: list[int | None] = []
+    for node_index, node in enumerate(graph.node):
+        inputs = tuple(keys.get(name, ("absent", name)) if name else ("",) for name in node.input)
+        if not all(_small(values.get(v)) for v in node.output if v) or any(k == ("large",) for k in inputs):
+            result.append(None)
+            for position, output in enumerate(node.output):
+                keys[output] = ("node", -1 - node_index, position)
+            continue
+        attributes = tuple(sorted((a.name, a.SerializeToString()) for a in node.attribute))
+        identity = interned.setdefault((node.domain, node.op_type, attributes, inputs), len(interned))
+        result.append(identity)
+        for position, output in enumerate(node.output):
+            keys[output] = ("node", identity, position)
+    return result
+
+
+def _follow_first_occurrences(
+    graph: "onnx.GraphProto",
+    index: GraphIndex,
+    projection: Projection,
+    values: dict[str, "np.ndarray"],
+    modules: dict[int, str],
+    order: dict[str, int],
+    how: dict[str, str],
+    also: dict[str, list[str]],
+) -> None:
+    """Give the wrappers of a repeated small computation to the module where it first ran.
+
+    When a later module repeats a shape computation made in an earlier sibling from the
+    same shape reads (several blocks reading the shape of one shared tensor), the exporter
+    merges the reads into their first occurrence and builds the repeat's wrappers (the
+    scalars unsqueezed and constants listed for it) there too; only the repeated node
+    itself stays with the module using it. This applies only where the repeat reads
+    nothing its own module computed, and moves only unmatched small nodes serving nothing
+    but the repeat.
+    """
+    keys = index.keys
+    structure = structural_ids(graph, values)
+    first: dict[int, int] = {}
+    repeats: list[int] = []
+    for node_index, identity in enumerate(structure):
+        if identity is None:
+            continue
+        if identity in first:
+            repeats.append(node_index)
+        else:
+            first[identity] = node_index
+    matched = projection.matched
+    graph_inputs = {value.name for value in graph.input}
+    dependent = [False] * len(graph.node)
+    for node_index, node in enumerate(graph.node):
+        dependent[node_index] = any(name in graph_inputs for name in node.input) or any(
+            dependent[p] for p in index.node_producers(graph, node_index)
+        )
+    for node_index in reversed(repeats):
+        origin = first[structure[node_index]]
+        if node_index in matched or node_index not in modules or origin not in modules:
+            continue
+        own, target = modules[node_index], modules[origin]
+        if is_ancestor(own, target) or is_ancestor(target, own):
+            continue
+        if order.get(target, len(order)) >= order.get(own, len(order)):
+            continue
+        group = {node_index}
+        moved: list[int] = []
+        pending = set(index.node_producers(graph, node_index))
+        while pending:
+            producer = max(pending)
+            pending.discard(producer)
+            if (
+                producer in matched
+                or how.get(keys[producer]) != "consumer"
+                or not all(_small(values.get(v)) for v in graph.node[producer].output if v)
+                or not set(index.node_consumers(graph, producer)) <= group
+            ):
+                continue
+            group.add(producer)
+            moved.append(producer)
+            pending.update(index.node_producers(graph, producer))
+        outside = {p for member in group for p in index.node_producers(graph, member)} - group
+        if not any(index.node_producers(graph, m) for m in moved):
+            continue  # only constants to move: no wrapper of a merged read
+        if not outside or not all(dependent[p] for p in outside):
+            continue  # a merged read depends on the inputs; constant arithmetic is not merged across modules
+        if any(p not in modules or is_ancestor(own, modules[p]) for p in outside):
+            continue  # the repeat reads something its own module computed
+        if not all(_small(values.get(v)) for p in outside for v in graph.node[p].output if v):
+            continue  # only merged scalars and shapes are read: a read of a whole tensor is not merged
+        for producer in moved:
+            modules[producer] = target
+            how[keys[producer]] = "first occurrence"
+            also[keys[producer]] = [own]
 
 
 def _outermost(qualnames: Iterable[str]) -> list[str]:
