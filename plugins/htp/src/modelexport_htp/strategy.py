@@ -22,13 +22,14 @@ from modelexport_core import (
     TaggingStrategy,
 )
 
+from modelexport_core.exporters import export_torchscript
+
 if TYPE_CHECKING:
     import onnx
 
     from .project import Projection
     from .trace import Trace
 
-DEFAULT_OPSET = 17
 DEFAULT_DYNAMO_OPSET = 18
 EXPORTERS = ("torchscript", "dynamo", "auto")
 
@@ -52,16 +53,7 @@ def export_plain(ctx: ExportContext, onnx_path: Path, exporter: str) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if exporter == "torchscript":
-                torch.onnx.export(
-                    ctx.module,
-                    ctx.args,
-                    str(onnx_path),
-                    input_names=ctx.input_names,
-                    output_names=ctx.output_names,
-                    dynamic_axes=ctx.dynamic_axes or None,
-                    opset_version=ctx.opset or DEFAULT_OPSET,
-                    dynamo=False,
-                )
+                export_torchscript(ctx, onnx_path)
                 return
             # below opset 18 the dynamo exporter drops the node metadata PyTorch's records live in
             opset = max(ctx.opset or DEFAULT_DYNAMO_OPSET, DEFAULT_DYNAMO_OPSET)
@@ -127,6 +119,8 @@ class HTPStrategy(TaggingStrategy):
             try:
                 export_plain(ctx, onnx_path, exporter)
                 break
+            except StrategyFailed as error:  # already one line, naming the exporter
+                failures.append(str(error))
             except Exception as error:  # noqa: BLE001 - any exporter error means this exporter failed
                 failures.append(f"{exporter} export failed: {_one_line(error)}")
         else:
