@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -10,9 +11,12 @@ from .strategy import ExportContext, StrategyFailed
 TORCHSCRIPT_DEFAULT_OPSET = 17
 
 
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def first_line(error: BaseException) -> str:
-    """An exception as one line: its first line of text, or its type when it has none."""
-    text = str(error).strip()
+    """An exception as one line: its first line of text (without terminal colours), or its type."""
+    text = _TERMINAL_CODES.sub("", str(error)).strip()
     return text.splitlines()[0] if text else type(error).__name__
 
 

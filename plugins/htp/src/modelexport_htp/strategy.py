@@ -22,7 +22,7 @@ from modelexport_core import (
     TaggingStrategy,
 )
 
-from modelexport_core.exporters import export_torchscript
+from modelexport_core.exporters import export_torchscript, first_line
 
 if TYPE_CHECKING:
     import onnx
@@ -35,8 +35,7 @@ EXPORTERS = ("torchscript", "dynamo", "auto")
 
 
 def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+    return f"{type(error).__name__}: {first_line(error)}"[:300]
 
 
 def export_plain(ctx: ExportContext, onnx_path: Path, exporter: str) -> None:
