@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from modelexport_core import ExportContext, TaggingResult, TaggingStrategy
 from modelexport_core.exporters import export_torchscript
 from modelexport_core.graph import fill_missing_modules, node_key
 
 from .scopes import recording_scopes
+
+if TYPE_CHECKING:
+    import onnx
 
 def parameter_owner(name: str, parameter_names: set[str]) -> str | None:
     """The module owning parameter or buffer ``name`` (in the exported module), if it is one."""

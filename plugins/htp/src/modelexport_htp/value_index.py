@@ -49,7 +49,6 @@ def informative(array: "np.ndarray") -> bool:
 
 def same_values(a: "np.ndarray", b: "np.ndarray") -> bool:
     """Equal up to the rounding two runtimes may differ by (NaN equals NaN, infinities must agree)."""
-    import numpy as np
 
     if not hasattr(a, "shape") or not hasattr(b, "shape") or a.shape != b.shape:
         return False
