@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from usage_based_support import ALL_MODELS, MIN_AGREEMENT, Measured
+from usage_based_support import ALL_MODELS, EXPORTED_MODELS, MIN_AGREEMENT, Measured
 
 from modelexport_core.graph import GraphIndex, node_key
 from modelexport_core.tags import is_ancestor
@@ -22,26 +22,26 @@ def assert_complete(measured: Measured) -> None:
         assert measured.result.node_modules[node] not in others
 
 
-@pytest.mark.parametrize("name", ALL_MODELS)
+@pytest.mark.parametrize("name", EXPORTED_MODELS)
 def test_export_tags_every_node_with_a_real_module(exported, name):
     measured = exported(name)
     assert_complete(measured)
     assert measured.result.exporter == "torchscript"
 
 
-@pytest.mark.parametrize("name", ALL_MODELS)
+@pytest.mark.parametrize("name", EXPORTED_MODELS)
 def test_export_agrees_with_torchscript_scopes(exported, name):
     measured = exported(name)
     assert measured.agreement() >= MIN_AGREEMENT, measured.disagreements()
     assert measured.tag_agreement() >= MIN_AGREEMENT, measured.disagreements()
 
 
-@pytest.mark.parametrize("name", ALL_MODELS)
+@pytest.mark.parametrize("name", EXPORTED_MODELS)
 def test_export_never_gives_a_node_to_a_sibling_layer(exported, name):
     assert exported(name).contamination() == []
 
 
-@pytest.mark.parametrize("name", ALL_MODELS)
+@pytest.mark.parametrize("name", EXPORTED_MODELS)
 def test_unscoped_nodes_serve_a_module_that_reads_them(exported, name):
     """Initializer copies and shared constants carry no scope; their tag is that of a reader (or its caller)."""
     measured = exported(name)

@@ -7,11 +7,15 @@ in three calls). Each tagged node has a module and a call number.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from modelexport_core.tags import is_ancestor
 
 from .data_flow import DataGraph
 from .module_tree import ModuleTree
+
+if TYPE_CHECKING:
+    import onnx
 
 
 @dataclass
@@ -30,30 +34,47 @@ class Placement:
         return tag is not None and tag != module and is_ancestor(module, tag) and self.call_of(i) == call
 
 
-def bounds(count: int, data: DataGraph, tree: ModuleTree, fixed: set[int], modules: dict[int, str]) -> list[str]:
+def bounds(
+    count: int,
+    data: DataGraph,
+    tree: ModuleTree,
+    fixed: set[int],
+    modules: dict[int, str],
+    shapes_read: list[frozenset[str]],
+) -> list[str]:
     """For each node, the deepest called module containing a fixed node before it and one after it.
 
     A module call is one stretch of computation, so a node on a path between two nodes of
     one module runs inside that module. Two nodes of the same leaf are two calls of it
-    (a reused layer), which bound nothing below the leaf's caller.
+    (a reused layer), which bound nothing below the leaf's caller. Reading the shape of a
+    value (``shapes_read``: data values whose shapes a node's inputs are computed from)
+    places a node after it, inside the module where the value is seen (see ``_seen_in``).
     """
     before: list[frozenset[str]] = [frozenset()] * count
     after: list[frozenset[str]] = [frozenset()] * count
-    for i in range(count):
-        if i in fixed:
-            before[i] = frozenset({modules[i]})
-        else:
-            before[i] = frozenset().union(*(before[j] for j in data.producers[i]))
     for i in reversed(range(count)):
         if i in fixed:
             after[i] = frozenset({modules[i]})
         else:
             after[i] = frozenset().union(*(after[j] for j in data.consumers[i]))
+    reached: list[frozenset[str]] = [frozenset()] * count  # the parameter nodes' modules alone
+    seen: list[frozenset[str]] = [frozenset()] * count
+    for i in range(count):
+        if i in fixed:
+            before[i] = reached[i] = frozenset({modules[i]})
+            continue
+        reached[i] = frozenset().union(*(reached[j] for j in data.producers[i]))
+        seen[i] = frozenset(
+            module
+            for value in shapes_read[i]
+            if (module := _seen_in(value, data, tree, reached, after)) is not None
+        )
+        before[i] = frozenset().union(seen[i], *(before[j] for j in data.producers[i]))
     result = [""] * count
     for i in range(count):
         if i in fixed:
             continue
-        preceding = {m for j in data.producers[i] for m in before[j]}
+        preceding = {m for j in data.producers[i] for m in before[j]} | seen[i]
         following = {m for j in data.consumers[i] for m in after[j]}
         best = ""
         for a in preceding:
@@ -67,11 +88,38 @@ def bounds(count: int, data: DataGraph, tree: ModuleTree, fixed: set[int], modul
     return result
 
 
+def _seen_in(
+    value: str, data: DataGraph, tree: ModuleTree, before: list[frozenset[str]], after: list[frozenset[str]]
+) -> str | None:
+    """The deepest module a value is visible in: the one holding the parameter nodes before it and after its readers.
+
+    A value computed and read inside one call (a projection reshaped for heads) is seen
+    only there; one returned to the caller (a stack's first hidden states) is seen in the
+    caller. None for values computed from graph inputs alone.
+    """
+    j = data.producer.get(value)
+    if j is None or not before[j]:
+        return None
+    around = set(before[j]).union(*(after[k] for k in data.readers.get(value, ())))
+    module = tree.common(around)
+    return tree.closing_context(module) if tree.is_leaf(module) else module
+
+
 def feeds_fixed(count: int, data: DataGraph, fixed: set[int]) -> list[bool]:
     """Whether each node's result reaches a fixed (parameter) node, rather than only graph outputs."""
     result = [False] * count
     for i in reversed(range(count)):
         result[i] = any(j in fixed or result[j] for j in data.consumers[i])
+    return result
+
+
+def reaches_outputs(graph: "onnx.GraphProto", data: DataGraph) -> list[bool]:
+    """Whether each node's result reaches a graph output through data (not only shapes read elsewhere)."""
+    result = [False] * len(graph.node)
+    for i in reversed(range(len(graph.node))):
+        result[i] = any(value in data.graph_outputs for value in graph.node[i].output) or any(
+            result[j] for j in data.consumers[i]
+        )
     return result
 
 

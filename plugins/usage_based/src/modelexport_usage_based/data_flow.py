@@ -141,8 +141,8 @@ class DataGraph:
         return len(self.readers.get(value, ())) > 1 or value in self.graph_outputs or value not in self.producer
 
 
-def value_shapes(model: "onnx.ModelProto") -> dict[str, tuple]:
-    """Shapes of the graph's values (dimensions as numbers, or names when symbolic).
+def value_shapes_and_types(model: "onnx.ModelProto") -> tuple[dict[str, tuple], dict[str, int]]:
+    """Shapes (dimensions as numbers, or names when symbolic) and element types of the graph's values.
 
     Those the graph declares, completed by ONNX shape inference when the exporter
     declared none for intermediate values.
@@ -156,8 +156,13 @@ def value_shapes(model: "onnx.ModelProto") -> dict[str, tuple]:
         except Exception:  # shapes are a hint; a model inference rejects is tagged without them
             pass
     shapes: dict[str, tuple] = {}
+    types: dict[str, int] = {}
     for info in list(graph.input) + list(graph.value_info) + list(graph.output):
         tensor = info.type.tensor_type
+        if tensor.elem_type:
+            types[info.name] = tensor.elem_type
         if tensor.HasField("shape"):
             shapes[info.name] = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in tensor.shape.dim)
-    return shapes
+    for initializer in graph.initializer:
+        types.setdefault(initializer.name, initializer.data_type)
+    return shapes, types

@@ -6,6 +6,8 @@
   statistics a norm computes from its input).
 - A parameter-free helper child (an activation) owns the stretch of its parent's
   computation that transforms one other child's output.
+- A conversion to the type its value already has is an alias: every later use of the
+  value reads it, so it belongs to the custom leaf that converted it (its first reader).
 - A call ends with the last node that still reads something of its own: what only
   post-processes its result on the way to the graph outputs belongs to the caller.
 """
@@ -76,18 +78,19 @@ def _restores(
 
 
 def return_tails(
-    free: list[int], data: DataGraph, tree: ModuleTree, feeds_fixed: list[bool], placement: Placement
+    free: list[int], data: DataGraph, tree: ModuleTree, heading_out: list[bool], placement: Placement
 ) -> None:
     """Hand back to the caller the nodes after a call's last own read that only lead to graph outputs.
 
     A node stays in its module while it reads a value computed by a child of the module
     or a value passed into the module (read by a node inside it too); one that only
-    transforms the module's own last value on its way out of the graph is the caller's.
+    transforms the module's own last value on its way out of the graph (``heading_out``:
+    it reaches a graph output and no parameter node) is the caller's.
     """
     modules = placement.modules
     for i in free:
         module = modules[i]
-        if feeds_fixed[i] or not module or tree.is_leaf(module):
+        if not heading_out[i] or not module or tree.is_leaf(module):
             continue
         call = placement.call_of(i)
         own = False
@@ -101,13 +104,16 @@ def return_tails(
             modules[i] = tree.caller(module)
 
 
-def align_tails(free: list[int], data: DataGraph, tree: ModuleTree, fixed: set[int], placement: Placement) -> None:
+def align_tails(
+    free: list[int], data: DataGraph, tree: ModuleTree, fixed: set[int], placement: Placement, read_as_data: list[bool]
+) -> None:
     """Calls of one class end alike: if one call's last parameter op ends it, so does every call's.
 
     Nodes after the last parameter op of a call (reaching no parameter node of that call)
     are its tail. Where one call of a class has no tail, its modules return right after
     their last parameter op, and the tails seen in other calls are their callers' work
-    (a transpose applied to one block's output, not the other's).
+    (a transpose applied to one block's output, not the other's). A node whose result is
+    read only for its shape is no tail: it was computed for the module's own use.
     """
     modules = placement.modules
     instances: dict[tuple[str, int], list[int]] = {}
@@ -124,7 +130,7 @@ def align_tails(free: list[int], data: DataGraph, tree: ModuleTree, fixed: set[i
     tails: dict[tuple[str, int], list[int]] = {}
     for key, own in instances.items():
         reaching = _reaching(own, data)
-        tails[key] = [i for i in running.get(key, ()) if i not in reaching]
+        tails[key] = [i for i in running.get(key, ()) if i not in reaching and read_as_data[i]]
     ends_clean = {tree.classes[module] for (module, _), tail in tails.items() if not tail}
     for (module, _), tail in tails.items():
         if tail and tree.classes[module] in ends_clean:
@@ -216,3 +222,30 @@ def absorb_private_feeders(
 def _outside_inputs(region: list[int], leaf: set[int], data: DataGraph) -> set[str]:
     inside = set(region) | leaf
     return {value for j in region for value in data.inputs[j] if data.producer.get(value) not in inside}
+
+
+def join_first_reader(
+    free: list[int],
+    graph: "onnx.GraphProto",
+    data: DataGraph,
+    tree: ModuleTree,
+    types: dict[str, int],
+    modules: dict[int, str],
+) -> None:
+    """Give a custom leaf module the conversion it made of its input when that conversion changed nothing.
+
+    Converting a tensor to the type it has returns the tensor itself, so the exporter reads
+    the conversion's result wherever the tensor is used afterwards, the caller's residual
+    included. The conversion ran where its result is first read: in a custom leaf that
+    computes from it (a norm's statistics).
+    """
+    for i in free:
+        node = graph.node[i]
+        if node.op_type != "Cast" or not data.consumers[i] or tree.is_leaf(modules.get(i, "")):
+            continue
+        target = next((attribute.i for attribute in node.attribute if attribute.name == "to"), None)
+        if target is None or types.get(node.input[0]) != target:
+            continue
+        first = modules.get(min(data.consumers[i]), "")
+        if tree.is_leaf(first) and first not in tree.torch_classes:
+            modules[i] = first

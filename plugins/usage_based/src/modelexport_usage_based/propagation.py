@@ -19,17 +19,18 @@ from typing import TYPE_CHECKING
 from modelexport_core.graph import GraphIndex
 from modelexport_core.tags import is_ancestor
 
-from .contexts import Placement, bounds, context_of, feeds_fixed
+from .contexts import Placement, bounds, context_of, feeds_fixed, reaches_outputs
 from .data_flow import DataGraph, NodeKind, NodeKinds
 from .module_claims import (
     absorb_private_feeders,
     align_tails,
     claim_restoring_views,
+    join_first_reader,
     hand_to_helpers,
     return_tails,
 )
 from .module_tree import ModuleTree
-from .settle import prepare_for_readers, settle
+from .settle import prepare_for_readers, repeated_siblings, settle
 
 if TYPE_CHECKING:
     import onnx
@@ -53,13 +54,18 @@ def propagate(
     tree: ModuleTree,
     static_values: set[str],
     shapes: dict[str, tuple],
+    types: dict[str, int],
 ) -> Propagation:
     """Tag every node, from the seeds (node index to owning module) and their call numbers."""
     placement = Placement(dict(seeds), dict(calls))
     modules = placement.modules
     claim_restoring_views(graph, kinds, tree, data, shapes, modules, static_values)
     fixed = set(modules)
-    limits = bounds(len(graph.node), data, tree, fixed, modules)
+    shapes_read = [
+        kinds.shape_inputs_from(node) if kinds.kinds[i] is NodeKind.DATA else frozenset()
+        for i, node in enumerate(graph.node)
+    ]
+    limits = bounds(len(graph.node), data, tree, fixed, modules, shapes_read)
     free = [i for i in range(len(graph.node)) if i not in fixed and kinds.kinds[i] is NodeKind.DATA]
     pinned: set[int] = set()
     for i in free:
@@ -70,12 +76,16 @@ def propagate(
             pinned.add(i)
     hand_to_helpers(free, data, tree, placement)
     absorb_private_feeders(free, seeds, data, tree, modules)
+    join_first_reader(free, graph, data, tree, types, modules)
     claimed = {i for i in free if tree.is_leaf(modules[i])}
     movable = [i for i in free if i not in pinned and i not in claimed]
     prepare_for_readers(movable, graph, data, tree, limits, modules)
     settle(movable, graph, data, tree, limits, modules)
-    return_tails(free, data, tree, feeds_fixed(len(graph.node), data, fixed), placement)
-    align_tails(free, data, tree, fixed, placement)
+    fed = feeds_fixed(len(graph.node), data, fixed)
+    heading_out = [out and not fed[i] for i, out in enumerate(reaches_outputs(graph, data))]
+    return_tails(free, data, tree, heading_out, placement)
+    read_as_data = [bool(data.outputs(graph, i)) for i in range(len(graph.node))]
+    align_tails(free, data, tree, fixed, placement, read_as_data)
     also: dict[int, list[str]] = {}
     for i in free:  # a node joining streams from several modules (a residual add) serves them too
         contexts = {tree.closing_context(modules[j]) for j in data.producers[i] if j in modules}
@@ -83,6 +93,7 @@ def propagate(
         if len(contexts) > 1 and others:
             also[i] = others
     _tag_readers_of(graph, index, kinds, tree, modules, also)
+    _lift_hoisted(kinds, tree, modules)
     return Propagation(modules, also)
 
 
@@ -113,10 +124,33 @@ def _tag_readers_of(
         readers = [_caller_if_layer(modules[j], tree) for j in index.node_consumers(graph, i) if j in modules]
         if not readers:
             continue
-        if kinds.kinds[i] is NodeKind.CONSTANT:
+        if kinds.kinds[i] is NodeKind.CONSTANT or not any(
+            repeated_siblings(a, b) for a in readers for b in readers
+        ):
             modules[i] = readers[0]
         else:
             modules[i] = tree.common(readers)
         others = sorted(set(readers) - {modules[i]})
         if len(set(readers)) > 1 and others:
             also[i] = others
+
+
+def _lift_hoisted(kinds: NodeKinds, tree: ModuleTree, modules: dict[int, str]) -> None:
+    """Give the stack's owner the shape arithmetic an exporter hoisted into another element of the stack.
+
+    Nodes are written in the order they run. Shape arithmetic or a constant read in one
+    element of a stack (layer i+1) but written amid the computation of another (between
+    two data nodes of layer i) was moved or shared there by the exporter: which layer it
+    was made for cannot be told, so it gets the module holding both.
+    """
+    data_nodes = [i for i, kind in enumerate(kinds.kinds) if kind is NodeKind.DATA and i in modules]
+    position = 0
+    for i, kind in enumerate(kinds.kinds):
+        while position < len(data_nodes) and data_nodes[position] < i:
+            position += 1
+        if kind is NodeKind.DATA or i not in modules or position == 0 or position == len(data_nodes):
+            continue
+        tag = modules[i]
+        previous, following = modules[data_nodes[position - 1]], modules[data_nodes[position]]
+        if repeated_siblings(tag, previous) and repeated_siblings(tag, following):
+            modules[i] = tree.common([tag, previous, following])

@@ -97,7 +97,7 @@ def settle(
             lowest = min(costs.values())
             tied = [option for option, value in costs.items() if value == lowest]
             best = current if costs[current] == lowest else min(tied, key=lambda o: (-tree.depth(o), o))
-            if any(_repeated_siblings(o, best) for o in tied):
+            if any(repeated_siblings(o, best) for o in tied):
                 shared = tree.common(tied)  # torn between two layers of a stack: the stack's owner
                 if costs.get(shared) == lowest:
                     best = shared
@@ -108,7 +108,7 @@ def settle(
             break
 
 
-def _repeated_siblings(a: str, b: str) -> bool:
+def repeated_siblings(a: str, b: str) -> bool:
     """Whether two modules lie in different elements of one container (``layers.1`` against ``layers.2``)."""
     for x, y in zip(a.split("."), b.split(".")):
         if x != y:

@@ -20,7 +20,7 @@ from modelexport_core.strategy import (
     TaggingStrategy,
 )
 
-from .data_flow import DataGraph, classify_nodes, value_shapes
+from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
 from .module_tree import ModuleTree
 from .ownership import resolve_owners
 from .parameters import ParameterIndex
@@ -85,7 +85,7 @@ class UsageBasedStrategy(TaggingStrategy):
             data,
             tree,
             users.static_values,
-            value_shapes(onnx_model),
+            *value_shapes_and_types(onnx_model),
         )
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         node_modules = fill_missing_modules(graph, tagged)
