@@ -12,29 +12,25 @@ sys.path.insert(0, str(Path(__file__).parent))
 from usage_based_support import Measured, measure_dynamo, measure_export  # noqa: E402
 
 
-@pytest.fixture(scope="session")
-def exported(tmp_path_factory):
-    """``exported(name)``: usage_based's TorchScript export of a model, measured against PyTorch's records."""
+def _memoised(measure, directory):
+    """``get(name)`` measuring each model once per session."""
     cache: dict[str, Measured] = {}
-    directory = tmp_path_factory.mktemp("usage_based_exports")
 
     def get(name: str) -> Measured:
         if name not in cache:
-            cache[name] = measure_export(name, directory)
+            cache[name] = measure(name, directory)
         return cache[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory):
+    """``exported(name)``: usage_based's TorchScript export of a model, measured against PyTorch's records."""
+    return _memoised(measure_export, tmp_path_factory.mktemp("usage_based_exports"))
 
 
 @pytest.fixture(scope="session")
 def dynamo_tagged(tmp_path_factory):
     """``dynamo_tagged(name)``: a dynamo export of a model tagged by ``tag_onnx``, measured against its metadata."""
-    cache: dict[str, Measured] = {}
-    directory = tmp_path_factory.mktemp("usage_based_dynamo")
-
-    def get(name: str) -> Measured:
-        if name not in cache:
-            cache[name] = measure_dynamo(name, directory)
-        return cache[name]
-
-    return get
+    return _memoised(measure_dynamo, tmp_path_factory.mktemp("usage_based_dynamo"))
