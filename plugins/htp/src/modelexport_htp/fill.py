@@ -60,7 +60,8 @@ def tag_nodes(
     also: dict[str, list[str]] = {}
 
     for node_index, record_index in projection.matched.items():
-        modules[node_index] = executed_ancestor(trace.records[record_index].module, executed)
+        performed = projection.folded.get(node_index, record_index)
+        modules[node_index] = executed_ancestor(trace.records[performed].module, executed)
         time[node_index] = record_index
         how[keys[node_index]] = "matched"
 

@@ -37,6 +37,8 @@ class Projection:
     """Matches made or moved by walking back from matched nodes to their calls' inputs."""
     initializer_params: dict[str, frozenset[str]] = field(default_factory=dict)
     """Initializer (or Identity of one) to the parameters holding the same values."""
+    folded: dict[int, int] = field(default_factory=dict)
+    """ONNX node index to the first of several calls the exporter folded into it (where that differs)."""
 
 
 def _candidates(trace: Trace) -> ValueIndex[int]:
@@ -90,6 +92,8 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
             anchors[value.name] = frozenset([frozenset([inputs[value.name]])])
     used_records: set[int] = set()
     projection = Projection(initializer_params=params_of)
+    telling = _informative_initializers(onnx_model)
+    shapes = _initializer_shapes(onnx_model)
 
     for node_index, node in enumerate(graph.node):
         frontier: set[frozenset[int]] = set()
@@ -106,6 +110,12 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
                     projection.ambiguous += 1
                 elif not found:
                     projection.unmatched_values += 1
+            elif value is not None and getattr(value, "size", 0) >= 2 and frontier:
+                plausible = _plausible(candidates.find(value), frontier, latest, held, trace, ancestors, dependent)
+                folded_shapes = {
+                    shapes[name] for name in node.input if params_of.get(name) == frozenset() and name in telling
+                }
+                found = _direct_readers([c[0] for c in plausible], frontier, trace, used_records, held, folded_shapes)
             if not found:
                 anchors[output] = frozenset(frontier)
                 continue
@@ -116,8 +126,120 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
                 anchors[output] = frozenset([frozenset(c[0] for c in found)])
             used_records.add(chosen)
             projection.matched.setdefault(node_index, chosen)
+            if frontier and any(params_of.get(name) == frozenset() for name in node.input):
+                first = _first_folded_call(chosen, frontier, used_records, trace)
+                if first is not None:
+                    projection.folded.setdefault(node_index, first)
     _align_backwards(graph, values, trace, projection, used_records)
     return projection
+
+
+def _initializer_shapes(onnx_model: "onnx.ModelProto") -> dict[str, tuple[int, ...]]:
+    """The shape of each initializer and of each Identity of one."""
+    shapes = {t.name: tuple(t.dims) for t in onnx_model.graph.initializer}
+    for node in onnx_model.graph.node:
+        if node.op_type == "Identity" and node.input and node.input[0] in shapes:
+            shapes[node.output[0]] = shapes[node.input[0]]
+    return shapes
+
+
+def _informative_initializers(onnx_model: "onnx.ModelProto") -> set[str]:
+    """Initializers (and Identities of them) whose values say which parameter they are: not all one number."""
+    from onnx import numpy_helper
+
+    names = {t.name for t in onnx_model.graph.initializer if informative(numpy_helper.to_array(t))}
+    for node in onnx_model.graph.node:
+        if node.op_type == "Identity" and node.input and node.input[0] in names:
+            names.add(node.output[0])
+    return names
+
+
+def _direct_readers(
+    found: list[int],
+    frontier: set[frozenset[int]],
+    trace: Trace,
+    used: set[int],
+    held: list[frozenset[str]],
+    folded_shapes: set[tuple[int, ...]],
+) -> list[tuple[int, int, int, int]]:
+    """For a value that says little by itself (all zeros, all one number): the call that holds it
+    and reads, directly or through calls no node matched, a call the node's inputs came from.
+
+    Random weights can make activations fade to exact zeros; then only the data flow, the
+    parameters and the order of the calls tell where a node came from. Preferred, in turn:
+    the calls reading a parameter the node holds; for a node holding tensors no parameter
+    equals (``folded_shapes``: a convolution the next normalisation was folded into) the
+    furthest of a chain of calls with parameters whose first call read a parameter of such a
+    shape and the others only smaller ones (per-channel scales), otherwise the nearest call; the input's own call only when the node reads
+    its parameters too (the bias added after a matrix product).
+    """
+    upstream = {record for group in frontier if len(group) == 1 for record in group}
+    records = trace.records
+
+    rank = max((len(shape) for shape in folded_shapes), default=0)
+
+    def reads_folded_shape(index: int) -> bool:
+        return any(
+            name in trace.param_values and trace.param_values[name].shape in folded_shapes
+            for name in records[index].params
+        )
+
+    def reads_as_large(index: int) -> bool:
+        return any(
+            name in trace.param_values and trace.param_values[name].ndim >= rank for name in records[index].params
+        )
+
+    readers: list[tuple[tuple, int]] = []
+    for index in found:
+        shared = sum(1 for names in held if names & set(records[index].params))
+        if index in upstream:
+            if shared and not folded_shapes:
+                readers.append(((-shared, -1, index), index))
+            continue
+        if index in used:
+            continue
+        chain = [index]
+        while not upstream & set(records[chain[-1]].inputs):
+            if len(records[chain[-1]].inputs) != 1 or records[chain[-1]].inputs[0] in used:
+                break
+            chain.append(records[chain[-1]].inputs[0])
+        else:
+            steps = len(chain) - 1
+            if folded_shapes:
+                first, rest = chain[-1], chain[:-1]
+                if not all(records[c].params for c in chain):
+                    continue
+                if not reads_folded_shape(first) or any(reads_as_large(c) for c in rest):
+                    continue
+            readers.append(((-shared, -steps if folded_shapes else steps, index), index))
+    if not readers:
+        return []
+    chosen = min(readers)[1]
+    return [(chosen, 1, 0, 0)]
+
+
+def _first_folded_call(
+    chosen: int, frontier: set[frozenset[int]], used: set[int], trace: Trace
+) -> int | None:
+    """The first call reading parameters among those the exporter folded into one node with ``chosen``.
+
+    A node holding a tensor that equals no parameter (a convolution whose weights absorbed
+    the normalisation after it) and whose output equals a call that ran several calls
+    after the node's inputs stands for that whole chain; it is that chain's first call
+    with parameters that the node performs. Only single-input calls no other node
+    matched are walked.
+    """
+    upstream = {record for group in frontier for record in group}
+    first = None
+    current = chosen
+    while len(trace.records[current].inputs) == 1:
+        source = trace.records[current].inputs[0]
+        if source in upstream or source in used:
+            break
+        if trace.records[source].params:
+            first = source
+        current = source
+    return first
 
 
 def _plausible(

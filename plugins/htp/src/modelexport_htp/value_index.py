@@ -1,5 +1,9 @@
 """Finding equal tensors fast: values are compared up to the rounding two runtimes may differ by.
 
+The absolute part of the tolerance shrinks with a tensor's own scale when that is below
+one: with random weights, activations may fade to 1e-20 layer after layer, and a fixed
+absolute tolerance would call every such tensor equal to every other of its shape.
+
 Every candidate is filed under its shape, element kind and count of non-finite
 elements, and sorted by the sum of its absolute values; a look-up only compares the
 candidates whose sum is within what the tolerance allows, so matching stays cheap
@@ -18,6 +22,8 @@ if TYPE_CHECKING:
 RTOL = 1e-3
 ATOL = 1e-4
 SAMPLE = 64
+TINY = 1.1754944e-38
+"""The smallest normal float32: below it a value has lost its digits (subnormal) and tells nothing."""
 Key = TypeVar("Key", bound=Hashable)
 
 
@@ -44,7 +50,21 @@ def informative(array: "np.ndarray") -> bool:
     if not hasattr(array, "dtype") or array.size < 2 or array.dtype.kind not in "fiub":
         return False
     flat = array.reshape(-1)
+    if array.dtype.kind == "f" and scale(array) < TINY:
+        return False  # faded to zeros and subnormals
     return not bool(np.all(flat == flat[0]))
+
+
+def scale(array: "np.ndarray") -> float:
+    """The largest finite magnitude of a float value, capped at one (1 for other kinds)."""
+    import numpy as np
+
+    if array.dtype.kind not in "fc" or array.size == 0:
+        return 1.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        data = np.abs(array.astype(np.float64, copy=False))
+        finite = data[np.isfinite(data)]
+    return float(min(1.0, finite.max())) if finite.size else 1.0
 
 
 def same_values(a: "np.ndarray", b: "np.ndarray") -> bool:
@@ -52,19 +72,20 @@ def same_values(a: "np.ndarray", b: "np.ndarray") -> bool:
 
     if not hasattr(a, "shape") or not hasattr(b, "shape") or a.shape != b.shape:
         return False
+    atol = ATOL * max(scale(a), scale(b), TINY)
     if a.size >= 2 * SAMPLE:  # most unequal pairs differ everywhere: reject them on a sample first
         step = a.size // SAMPLE
-        if not _close(a.reshape(-1)[::step], b.reshape(-1)[::step]):
+        if not _close(a.reshape(-1)[::step], b.reshape(-1)[::step], atol):
             return False
-    return _close(a, b)
+    return _close(a, b, atol)
 
 
-def _close(a: "np.ndarray", b: "np.ndarray") -> bool:
+def _close(a: "np.ndarray", b: "np.ndarray", atol: float) -> bool:
     import numpy as np
 
     if a.dtype.kind in "fc" or b.dtype.kind in "fc":
         with np.errstate(invalid="ignore", over="ignore"):
-            return bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=RTOL, atol=ATOL, equal_nan=True))
+            return bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=RTOL, atol=atol, equal_nan=True))
     return bool(np.array_equal(a, b))
 
 
@@ -96,7 +117,7 @@ class ValueIndex(Generic[Key]):
         totals, entries = self._bucket(bucket)
         if not entries:
             return []
-        slack = value.size * ATOL
+        slack = value.size * ATOL * max(scale(value), TINY) * (1 + RTOL)
         low = (total - slack) / (1 + RTOL) - 1e-9 * abs(total)
         high = (total + slack) / (1 - RTOL) + 1e-9 * abs(total)
         found: dict[Key, int] = {}
