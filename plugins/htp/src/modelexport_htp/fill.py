@@ -196,8 +196,15 @@ def _follow_first_occurrences(
         while pending:
             producer = max(pending)
             pending.discard(producer)
+            # only wrappers of merged reads move: their inputs are constants or values computed outside
+            # the module; a computation on the wrappers (the list they are gathered into) stays
+            wraps_reads = all(
+                not index.node_producers(graph, q) or (q in modules and not is_ancestor(own, modules[q]))
+                for q in index.node_producers(graph, producer)
+            )
             if (
                 producer in matched
+                or not wraps_reads
                 or how.get(keys[producer]) != "consumer"
                 or not all(_small(values.get(v)) for v in graph.node[producer].output if v)
                 or not set(index.node_consumers(graph, producer)) <= group

@@ -101,11 +101,12 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
             frontier |= anchors.get(name, frozenset())
         latest = max((next(iter(g)) for g in frontier if len(g) == 1), default=-1)
         held = [params_of[name] for name in node.input if params_of.get(name)]
+        folds = any(params_of.get(name) == frozenset() for name in node.input)
         for output in node.output:
             value = values.get(output)
             found: list[tuple[int, int, int, int]] = []
             if value is not None and informative(value):
-                found = _plausible(candidates.find(value), frontier, latest, held, trace, ancestors, dependent)
+                found = _plausible(candidates.find(value), frontier, latest, held, trace, ancestors, dependent, folds)
                 if len(found) > 1:
                     projection.ambiguous += 1
                 elif not found:
@@ -126,7 +127,7 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
                 anchors[output] = frozenset([frozenset(c[0] for c in found)])
             used_records.add(chosen)
             projection.matched.setdefault(node_index, chosen)
-            if frontier and any(params_of.get(name) == frozenset() for name in node.input):
+            if frontier and folds:
                 first = _first_folded_call(chosen, frontier, used_records, trace)
                 if first is not None:
                     projection.folded.setdefault(node_index, first)
@@ -250,6 +251,7 @@ def _plausible(
     trace: Trace,
     ancestors: list[int],
     dependent: list[bool],
+    folds: bool = False,
 ) -> list[tuple[int, int, int, int]]:
     """The calls that could have produced a node's output: (record, inputs covered, parameters shared, distance).
 
@@ -261,13 +263,17 @@ def _plausible(
     the node, never is. Among equals the nearest call after the covered inputs wins.
     A node that depends on no input (the exporter folded it into constants) matches the
     first call that depends on no input either. Calls exporters write no node for
-    (dropout in eval, ``contiguous``) count only when nothing else holds the value.
+    (dropout in eval, ``contiguous``) count only when nothing else holds the value. A call
+    reading parameters of which the node holds none (and no tensor that could be their fold)
+    counts as sharing less than none: the exporter folded it into an earlier node.
     """
     kept = [index for index in found if not trace.records[index].dropped]
     causal, descending = [], []
     for index in kept or found:
         record = trace.records[index]
         shared = sum(1 for names in held if names & set(record.params))
+        if record.params and not shared and not folds:
+            shared = -1  # its parameters are nowhere in the node: most likely folded into another node
         if not frontier:
             if not dependent[index]:
                 causal.append((index, 0, shared, index))
