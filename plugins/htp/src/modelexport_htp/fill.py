@@ -65,6 +65,17 @@ def tag_nodes(
         time[node_index] = record_index
         how[keys[node_index]] = "matched"
 
+    for node_index in range(len(keys)):
+        if node_index in modules or not all(_small(values.get(v)) for v in graph.node[node_index].output if v):
+            continue
+        producers = index.node_producers(graph, node_index)
+        reads = [p for p in producers if p in projection.matched and trace.records[projection.matched[p]].shape_read]
+        if reads and all(p in reads or not index.node_producers(graph, p) for p in producers):
+            # an element of a read shape (``height = x.shape[2]``) is taken where the shape was read
+            modules[node_index] = modules[reads[0]]
+            time[node_index] = time[reads[0]]
+            how[keys[node_index]] = "shape element"
+
     consumers = [index.node_consumers(graph, i) for i in range(len(keys))]
     for node_index in reversed(range(len(keys))):
         node = graph.node[node_index]

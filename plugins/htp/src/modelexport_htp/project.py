@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     import onnx
 
 
+SHAPE_OP = "Shape"
+"""The ONNX operator reading a tensor's shape: the one node kind a recorded shape read can be."""
+
+
 @dataclass
 class Projection:
     """Which recorded call each ONNX node was matched to, and what was seen on the way."""
@@ -93,6 +97,7 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
     used_records: set[int] = set()
     projection = Projection(initializer_params=params_of)
     telling = _informative_initializers(onnx_model)
+    shape_reads: dict[int, list[int]] = {}
     shapes = _initializer_shapes(onnx_model)
 
     for node_index, node in enumerate(graph.node):
@@ -105,14 +110,23 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
         for output in node.output:
             value = values.get(output)
             found: list[tuple[int, int, int, int]] = []
-            if value is not None and informative(value):
-                found = _plausible(candidates.find(value), frontier, latest, held, trace, ancestors, dependent, folds)
+            if node.op_type == SHAPE_OP:
+                shape_reads[node_index] = _shape_reads(candidates.find(value) if value is not None else [], frontier, trace)
+                found = [(shape_reads[node_index][0], 1, 0, 0)] if shape_reads[node_index] else []
+            elif value is not None and informative(value):
+                found = _plausible(
+                    candidates.find(value), frontier, latest, held, trace, ancestors, dependent, folds,
+                    reads_shape=node.op_type == SHAPE_OP,
+                )
                 if len(found) > 1:
                     projection.ambiguous += 1
                 elif not found:
                     projection.unmatched_values += 1
             elif value is not None and getattr(value, "size", 0) >= 2 and frontier:
-                plausible = _plausible(candidates.find(value), frontier, latest, held, trace, ancestors, dependent)
+                plausible = _plausible(
+                    candidates.find(value), frontier, latest, held, trace, ancestors, dependent,
+                    reads_shape=node.op_type == SHAPE_OP,
+                )
                 folded_shapes = {
                     shapes[name] for name in node.input if params_of.get(name) == frozenset() and name in telling
                 }
@@ -132,7 +146,59 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
                 if first is not None:
                     projection.folded.setdefault(node_index, first)
     _align_backwards(graph, values, trace, projection, used_records)
+    _last_reads_before_use(graph, projection, shape_reads)
     return projection
+
+
+def _shape_reads(found: list[int], frontier: set[frozenset[int]], trace: Trace) -> list[int]:
+    """For a node reading a shape: the recorded reads of the very tensor the node reads, in order.
+
+    Reads of other tensors of the same shape (later in the data flow) do not count.
+    """
+    upstream = {record for group in frontier if len(group) == 1 for record in group}
+
+    def undropped(record: int) -> int:
+        while trace.records[record].dropped and len(trace.records[record].inputs) == 1:
+            record = trace.records[record].inputs[0]
+        return record
+
+    return sorted(
+        index for index in found
+        if trace.records[index].shape_read and undropped(trace.records[index].inputs[0]) in upstream
+    )
+
+
+def _last_reads_before_use(
+    graph: "onnx.GraphProto", projection: Projection, shape_reads: dict[int, list[int]]
+) -> None:
+    """Match each shape-reading node to the last read of its tensor before the first call that uses it.
+
+    The exporter keeps one node for reads of one tensor's shape that are used (the first of
+    them where several are), and drops reads whose result nothing used; the calls that
+    use the shape are the matched nodes the shape flows into through unmatched arithmetic.
+    """
+    consumers: dict[str, list[int]] = defaultdict(list)
+    for i, node in enumerate(graph.node):
+        for name in node.input:
+            consumers[name].append(i)
+    for node_index, reads in shape_reads.items():
+        if len(reads) < 2:
+            continue
+        first_use = None
+        pending, seen = list(graph.node[node_index].output), set()
+        while pending:
+            for consumer in consumers.get(pending.pop(), []):
+                if consumer in seen:
+                    continue
+                seen.add(consumer)
+                if consumer in projection.matched:
+                    use = projection.matched[consumer]
+                    first_use = use if first_use is None else min(first_use, use)
+                else:
+                    pending.extend(graph.node[consumer].output)
+        before = [read for read in reads if first_use is None or read < first_use]
+        if before:
+            projection.matched[node_index] = before[-1]
 
 
 def _initializer_shapes(onnx_model: "onnx.ModelProto") -> dict[str, tuple[int, ...]]:
@@ -252,6 +318,7 @@ def _plausible(
     ancestors: list[int],
     dependent: list[bool],
     folds: bool = False,
+    reads_shape: bool = False,
 ) -> list[tuple[int, int, int, int]]:
     """The calls that could have produced a node's output: (record, inputs covered, parameters shared, distance).
 
@@ -265,11 +332,13 @@ def _plausible(
     first call that depends on no input either. Calls exporters write no node for
     (dropout in eval, ``contiguous``) count only when nothing else holds the value. A call
     reading parameters of which the node holds none (and no tensor that could be their fold)
-    counts as sharing less than none: the exporter folded it into an earlier node.
+    counts as sharing less than none: the exporter folded it into an earlier node. Reads of a
+    tensor's shape match only nodes reading a shape (``reads_shape``), and those nothing else.
     """
-    kept = [index for index in found if not trace.records[index].dropped]
+    eligible = [index for index in found if trace.records[index].shape_read == reads_shape]
+    kept = [index for index in eligible if not trace.records[index].dropped]
     causal, descending = [], []
-    for index in kept or found:
+    for index in kept or eligible:
         record = trace.records[index]
         shared = sum(1 for names in held if names & set(record.params))
         if record.params and not shared and not folds:

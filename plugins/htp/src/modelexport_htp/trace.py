@@ -43,6 +43,8 @@ class OpRecord:
     outputs: list["np.ndarray"] = field(default_factory=list)
     alias: bool = False
     """The call returned one of its inputs unchanged (``.to`` to the same dtype, dropout in eval)."""
+    shape_read: bool = False
+    """The call read a tensor's shape (``.shape``, ``.size()``); its output is that shape as integers."""
 
     @property
     def dropped(self) -> bool:
@@ -128,7 +130,23 @@ class _Recorder:
         self.producer[id(tensor)] = record.index
         self.alive.append(tensor)
 
+    def record_shape_read(self, op: str, args: tuple, result: Any) -> None:
+        """A read of a tensor's whole shape: where the shape arithmetic that follows was written."""
+        import torch
+
+        tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if tensor is None or id(tensor) not in self.producer:
+            return
+        record = OpRecord(len(self.records), op, tuple(self.stack), (self.producer[id(tensor)],), (), shape_read=True)
+        record.outputs.append(torch.tensor(list(result), dtype=torch.int64))
+        self.records.append(record)
+
     def record(self, op: str, args: tuple, kwargs: dict, result: Any) -> None:
+        import torch
+
+        if isinstance(result, torch.Size):
+            self.record_shape_read(op, args, result)
+            return
         outputs = list(_tensors(result))
         if not outputs and _mutates_first_argument(op) and args and hasattr(args[0], "detach"):
             outputs = [args[0]]
