@@ -120,6 +120,78 @@ class TorchLayers(nn.Module):
         return self.proj(self.body(x))
 
 
+class IdenticalSiblings(nn.Module):
+    """Three blocks with the very same weights in a ModuleList: values alone cannot tell them apart."""
+
+    def __init__(self, width: int = 16, depth: int = 3):
+        super().__init__()
+        self.blocks = nn.ModuleList([CrossBlock(width) for _ in range(depth)])
+        for block in self.blocks[1:]:
+            block.load_state_dict(self.blocks[0].state_dict())
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x, x)
+        return x
+
+
+class PatchEmbed(nn.Module):
+    """Returns its output with the height and width it read from the output's shape."""
+
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.proj = nn.Conv2d(3, channels, 2, stride=2)
+
+    def forward(self, pixels):
+        features = self.proj(pixels)
+        _, _, height, width = features.shape
+        return features.flatten(2).transpose(1, 2), height, width
+
+
+class GridMixer(nn.Module):
+    """Uses the height and width it is given to fold tokens back into a grid."""
+
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+
+    def forward(self, tokens, height, width):
+        grid = tokens.transpose(1, 2).reshape(tokens.shape[0], -1, height, width)
+        return tokens + self.conv(grid).flatten(2).transpose(1, 2)
+
+
+class ParentCode(nn.Module):
+    """Shape reads and a mask built in the root's own forward, used only by the children."""
+
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.embed = PatchEmbed(channels)
+        self.mixers = nn.ModuleList([GridMixer(channels) for _ in range(2)])
+        self.head = nn.Linear(channels, 3)
+
+    def forward(self, pixels):
+        tokens, height, width = self.embed(pixels)
+        keep = (torch.arange(tokens.shape[1]) % 2 == 0).to(tokens.dtype)[None, :, None]
+        for mixer in self.mixers:
+            tokens = mixer(tokens * keep, height, width)
+        return self.head(tokens.mean(dim=1))
+
+
+class FadingConvs(nn.Module):
+    """Conv + batch-norm blocks with tiny norm weights: activations fade to exact zeros after a few blocks."""
+
+    def __init__(self, channels: int = 8, depth: int = 8):
+        super().__init__()
+        self.stages = nn.Sequential(*[ConvBlock(channels) for _ in range(depth)])
+        for block in self.stages:
+            nn.init.constant_(block.bn.weight, 1e-4)
+            block.forward = lambda x, block=block: block.act(block.bn(block.conv(x)))
+        self.head = nn.Linear(channels, 4)
+
+    def forward(self, x):
+        return self.head(self.stages(x).mean(dim=(2, 3)))
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -145,6 +217,18 @@ def recurrent():
 
 def torch_layers():
     return _seeded(TorchLayers, ("x", (2, 6, 16)))
+
+
+def identical_siblings():
+    return _seeded(IdenticalSiblings, ("x", (2, 5, 16)))
+
+
+def parent_code():
+    return _seeded(ParentCode, ("pixels", (2, 3, 8, 8)))
+
+
+def fading_convs():
+    return _seeded(FadingConvs, ("x", (2, 8, 8, 8)))
 
 
 def _transformers_model(config_class: str, model_class: str, **config):
@@ -173,6 +257,8 @@ ARCHITECTURES = {
     "gpt_neo": lambda: _transformers_model("GPTNeoConfig", "GPTNeoModel", vocab_size=128, hidden_size=32, num_layers=2,
                                            num_heads=4, attention_types=[[["global", "local"], 1]],
                                            max_position_embeddings=64, window_size=4, bos_token_id=0, eos_token_id=0),
+    "windowed": lambda: _transformers_model("SwinConfig", "SwinModel", image_size=32, patch_size=2, embed_dim=8,
+                                            depths=[2, 2], num_heads=[2, 2], window_size=4, mlp_ratio=1.0),
     "conv_stages": lambda: _transformers_model("ResNetConfig", "ResNetModel", num_channels=3, embedding_size=8,
                                                hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic", image_size=32),
 }
@@ -184,4 +270,7 @@ CUSTOM_CASES: dict = {
     "in_place": in_place,
     "recurrent": recurrent,
     "torch_layers": torch_layers,
+    "identical_siblings": identical_siblings,
+    "parent_code": parent_code,
+    "fading_convs": fading_convs,
 }
