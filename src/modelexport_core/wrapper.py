@@ -86,16 +86,19 @@ def wrap_model(model: "torch.nn.Module", input_names: list[str], by_keyword: boo
     return _WRAPPER_CLASS(model, input_names, by_keyword)
 
 
-def output_names(model: "torch.nn.Module", inputs: dict[str, "torch.Tensor"], by_keyword: bool) -> list[str]:
-    """Names of the flattened outputs, found by running the model once."""
+def run_model(model: "torch.nn.Module", inputs: dict[str, "torch.Tensor"], by_keyword: bool) -> Any:
+    """The model's output on ``inputs``, called the way the export wrapper calls it."""
     import torch
 
     keywords = fixed_keywords(model)
     with torch.no_grad():
         if by_keyword:
-            output = model(**inputs, **keywords)
-        else:
-            output = model(*inputs.values(), **keywords)
+            return model(**inputs, **keywords)
+        return model(*inputs.values(), **keywords)
+
+
+def output_names(output: Any) -> list[str]:
+    """Names of the flattened tensors of a model output, made unique."""
     names = [name for name, _ in flatten_outputs(output)]
     seen: dict[str, int] = {}
     unique = []
