@@ -130,6 +130,8 @@ def _print_report(report, as_json: bool, verbose: bool = False) -> None:
         _warn(note)
     if report.verification is not None and report.verification.skipped:
         _warn(f"not verified: {report.verification.skipped}")
+    for note in report.verification.notes if report.verification is not None else ():
+        _warn(note)
     attempted = [a.strategy for a in report.attempts]
     if as_json:
         print(json.dumps({
@@ -152,7 +154,9 @@ def _print_report(report, as_json: bool, verbose: bool = False) -> None:
     table.add_row("strategy", report.strategy + (f"  (tried {', '.join(attempted)})" if len(attempted) > 1 else ""))
     table.add_row("nodes", f"{report.node_count}, {report.coverage:.0%} tagged with {report.tag_count} distinct tags")
     table.add_row("modules", str(report.module_count))
-    if report.verification is not None:
+    if report.verification is not None and report.verification.skipped:
+        table.add_row("verified", "no (see the warning above)")
+    elif report.verification is not None:
         shapes = len(report.verification.checks)
         table.add_row("verified", f"max abs diff {report.verification.max_abs_diff:.2e} over {shapes} input shape(s)")
     table.add_row("time", f"{report.seconds:.1f} s")
@@ -258,18 +262,18 @@ def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON
 class _TagCommand(typer.core.TyperCommand):
     """``tag --help`` lists the installed strategies that can tag an existing file."""
 
-    def format_help_text(self, ctx, formatter) -> None:  # noqa: ANN001
-        super().format_help_text(ctx, formatter)
+    def format_help(self, ctx, formatter) -> None:  # noqa: ANN001
         from .plugins import get_strategies
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             able = [info.name for info in get_strategies() if info.can_tag_existing]
-        formatter.write_paragraph()
-        formatter.write_text(
-            "Strategies that can tag an existing file: " + (", ".join(able) if able else "none installed")
-            + ". The others need their own export (use `modelexport export`)."
+        base = (self.help or "").split("\n\n")[0]
+        self.help = (
+            f"{base}\n\nStrategies that can tag an existing file: {', '.join(able) if able else 'none installed'}. "
+            "The others need their own export (modelexport export)."
         )
+        super().format_help(ctx, formatter)
 
 
 @app.command(cls=_TagCommand)

@@ -29,6 +29,7 @@ from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
 from .strategy import ExportContext, StrategyFailed, StrategyUnavailable, TaggingResult
 from .tags import HierarchyTags
 from .verify import Verification, verify
+from .wrapper import export_settings
 from .writer import NodeTag, write_tags
 
 if TYPE_CHECKING:
@@ -397,24 +398,25 @@ def export_model(
     started = time.perf_counter()
     output = Path(output).expanduser()
     chain = check_before_loading(output, options)
-    ctx, tags = _prepare(loaded, options, progress)
-    workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=output.parent))
-    run = ExportRun(loaded, ctx, tags, options, output, workdir, progress)
-    try:
-        attempts: list[Attempt] = []
-        for info in chain:
-            attempt_started = time.perf_counter()
-            try:
-                tagged = _try_strategy(run, info)
-            except Exception as error:
-                attempts.append(_failed_attempt(info.name, error, round(time.perf_counter() - attempt_started, 3)))
-                continue
-            attempts.append(Attempt(info.name, "ok", seconds=round(time.perf_counter() - attempt_started, 3),
-                                    max_abs_diff=tagged.verification.max_abs_diff if tagged.verification else None))
-            return _publish(run, tagged, attempts, started)
-        raise chain_error(attempts, named=bool(options.strategies))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with export_settings(loaded.model):
+        ctx, tags = _prepare(loaded, options, progress)
+        workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=output.parent))
+        run = ExportRun(loaded, ctx, tags, options, output, workdir, progress)
+        try:
+            attempts: list[Attempt] = []
+            for info in chain:
+                attempt_started = time.perf_counter()
+                try:
+                    tagged = _try_strategy(run, info)
+                except Exception as error:
+                    attempts.append(_failed_attempt(info.name, error, round(time.perf_counter() - attempt_started, 3)))
+                    continue
+                attempts.append(Attempt(info.name, "ok", seconds=round(time.perf_counter() - attempt_started, 3),
+                                        max_abs_diff=tagged.verification.max_abs_diff if tagged.verification else None))
+                return _publish(run, tagged, attempts, started)
+            raise chain_error(attempts, named=bool(options.strategies))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _copy_external_data(model: "onnx.ModelProto", source_folder: Path, target_folder: Path, output_name: str) -> None:
@@ -451,7 +453,8 @@ def tag_existing(
     onnx_file = Path(onnx_file).expanduser()
     output = Path(output).expanduser()
     chain = check_before_tagging(onnx_file, output, options)
-    ctx, tags = _prepare(loaded, options, progress)
+    with export_settings(loaded.model):
+        ctx, tags = _prepare(loaded, options, progress)
     try:
         # the graph alone is what gets tagged and written; strategies get the weights too, since
         # they match initializers to parameters by value

@@ -83,14 +83,18 @@ def read_input_specs(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _check_names(names: list[str], model: "torch.nn.Module") -> None:
-    """Every spec'd name must be a parameter of ``forward`` (unless it takes ``**kwargs`` or ``*args``)."""
+    """Every spec'd name must be a named parameter of ``forward``.
+
+    ``**kwargs`` does not count (library forwards take options there, and an unknown tensor
+    would be ignored); a forward of ``*args`` alone takes any names.
+    """
     params = forward_parameters(model)
-    if not params or any(p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in params.values()):
+    named = [name for name, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)]
+    if not params or (not named and any(p.kind is p.VAR_POSITIONAL for p in params.values())):
         return
-    unknown = [name for name in names if name not in params]
+    unknown = [name for name in names if name not in named]
     if unknown:
-        taken = ", ".join(name for name, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
-        raise InputSpecError(f"{type(model).__name__}.forward takes no input {unknown[0]!r}; it takes: {taken}")
+        raise InputSpecError(f"{type(model).__name__}.forward takes no input {unknown[0]!r}; it takes: {', '.join(named)}")
 
 
 def merge_input_specs(

@@ -95,20 +95,21 @@ def positional_names(model: "torch.nn.Module", count: int) -> list[str]:
     return named[:count] if len(named) >= count else [f"input_{i}" for i in range(count)]
 
 
-def _tensor_inputs(value: Any, spec: str, model: "torch.nn.Module") -> dict[str, "torch.Tensor"]:
+def tensor_inputs(value: Any, spec: str, model: "torch.nn.Module") -> dict[str, "torch.Tensor"]:
+    """Example inputs given as a tensor, a tuple of tensors (named after ``forward``'s parameters) or a dict."""
     import torch
 
     if isinstance(value, torch.Tensor):
         value = (value,)
     if isinstance(value, dict):
         if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items()):
-            raise ModelLoadError(f"factory {spec} returned inputs that are not a dict of name -> tensor")
+            raise ModelLoadError(f"{spec}: inputs are not a dict of name -> tensor")
         return dict(value)
     if isinstance(value, (tuple, list)):
         if not all(isinstance(v, torch.Tensor) for v in value):
-            raise ModelLoadError(f"factory {spec} returned inputs that are not a tuple of tensors")
+            raise ModelLoadError(f"{spec}: inputs are not a tuple of tensors")
         return dict(zip(positional_names(model, len(value)), value))
-    raise ModelLoadError(f"factory {spec} returned inputs of type {type(value).__name__}; expected a tuple or dict")
+    raise ModelLoadError(f"{spec}: inputs of type {type(value).__name__}; expected a tensor, a tuple or a dict")
 
 
 def load_factory(spec: str) -> LoadedModel:
@@ -124,7 +125,7 @@ def load_factory(spec: str) -> LoadedModel:
     by_keyword = None
     if isinstance(produced, tuple) and len(produced) == 2 and isinstance(produced[0], torch.nn.Module):
         produced, raw_inputs = produced
-        inputs = _tensor_inputs(raw_inputs, spec, produced)
+        inputs = tensor_inputs(raw_inputs, spec, produced)
         by_keyword = isinstance(raw_inputs, dict)
     if not isinstance(produced, torch.nn.Module):
         raise ModelLoadError(

@@ -1,9 +1,11 @@
-"""ONNX translations for aten ops the TorchScript exporter lacks but current libraries emit.
+"""ONNX translations for aten ops the TorchScript exporter lacks, or gets wrong, but current libraries emit.
 
 ``aten::diff`` (transformers' mask code finds packed sequences with it) and
 ``aten::histc`` (mixture-of-experts routing counts tokens per expert with it) have no
 symbolic in torch's TorchScript exporter, so every model using them failed there.
-Both are written here from standard ONNX ops (opset 13 and above) and registered once
+``aten::cumsum`` of a boolean tensor (a running count of mask positions) is translated
+without the cast to integers that PyTorch applies, into a graph onnxruntime rejects.
+All are written here from standard ONNX ops (opset 13 and above) and registered once
 per process, before a TorchScript export.
 """
 
@@ -76,6 +78,25 @@ def histc_symbolic(g: Any, self: Any, bins: Any, low: Any, high: Any) -> Any:
     return g.op("Cast", counts, to_i=dtype.onnx_type())
 
 
+def cumsum_symbolic(g: Any, self: Any, dim: Any, dtype: Any) -> Any:
+    """``torch.cumsum``: in the requested dtype, or int64 for a boolean or small integer input, as PyTorch does."""
+    import torch
+    from torch.onnx import symbolic_helper
+    from torch.onnx._internal.torchscript_exporter import _type_utils
+
+    axis = symbolic_helper._get_const(dim, "i", "dim")
+    source = _type_utils.JitScalarType.from_value(self, _type_utils.JitScalarType.UNDEFINED)
+    if not symbolic_helper._is_none(dtype):
+        target = _type_utils.JitScalarType(symbolic_helper._get_const(dtype, "i", "dtype"))
+    elif source in (_type_utils.JitScalarType.BOOL, _type_utils.JitScalarType.UINT8, _type_utils.JitScalarType.INT8,
+                    _type_utils.JitScalarType.INT16, _type_utils.JitScalarType.INT):
+        target = _type_utils.JitScalarType.INT64
+    else:
+        target = None
+    value = g.op("Cast", self, to_i=target.onnx_type()) if target is not None and target != source else self
+    return g.op("CumSum", value, _constant(g, axis, torch.int64))
+
+
 def register_missing_symbolics() -> None:
     """Register the translations above with the TorchScript exporter (once per process)."""
     global _REGISTERED
@@ -85,4 +106,5 @@ def register_missing_symbolics() -> None:
 
     register_custom_op_symbolic("aten::diff", diff_symbolic, SINCE_OPSET)
     register_custom_op_symbolic("aten::histc", histc_symbolic, SINCE_OPSET)
+    register_custom_op_symbolic("aten::cumsum", cumsum_symbolic, SINCE_OPSET)
     _REGISTERED = True

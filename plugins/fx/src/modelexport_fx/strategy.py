@@ -91,6 +91,7 @@ class FxStrategy(TaggingStrategy):
 
         from .attribution import attribute_nodes, fx_node_modules, known_module_names
         from .capture import math_sdpa
+        from .custom_ops import decompose_custom_ops
         from .shapes import dynamic_symbols, specialized_axes
         from .to_onnx import program_to_onnx, save
 
@@ -106,8 +107,9 @@ class FxStrategy(TaggingStrategy):
                 capture = self._capture(captured_ctx)
             symbols = dynamic_symbols(capture.program, captured_ctx) if captured_ctx.dynamic_axes else {}
             ctx = captured_ctx
+            program = decompose_custom_ops(capture.program)
             try:
-                onnx_program, renames = program_to_onnx(capture.program, ctx, opset, optimize)
+                onnx_program, renames = program_to_onnx(program, ctx, opset, optimize)
             except Exception as error:
                 raise StrategyFailed(f"the dynamo ONNX exporter failed: {one_line_reason(error)}") from error
         save(onnx_program, Path(onnx_path))
