@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .trace import INPUT_PREFIX, Trace
+from modelexport_core.tags import is_ancestor
+
 from .value_index import ValueIndex, informative, same_values
 
 if TYPE_CHECKING:
@@ -111,7 +113,9 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
             value = values.get(output)
             found: list[tuple[int, int, int, int]] = []
             if node.op_type == SHAPE_OP:
-                shape_reads[node_index] = _shape_reads(candidates.find(value) if value is not None else [], frontier, trace)
+                shape_reads[node_index] = _shape_reads(
+                    candidates.find(value) if value is not None else [], frontier, trace, used_records
+                )
                 found = [(shape_reads[node_index][0], 1, 0, 0)] if shape_reads[node_index] else []
             elif value is not None and informative(value):
                 found = _plausible(
@@ -134,7 +138,7 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
             if not found:
                 anchors[output] = frozenset(frontier)
                 continue
-            chosen = min(found, key=lambda c: (-c[1], -c[2], c[0] in used_records, c[3]))[0]
+            chosen = min(found, key=lambda c: (-c[1], -c[2], c[0] in used_records and frozenset([c[0]]) not in frontier, c[3]))[0]
             if frontier:
                 anchors[output] = frozenset([frozenset([chosen])])
             else:
@@ -146,36 +150,55 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
                 if first is not None:
                     projection.folded.setdefault(node_index, first)
     _align_backwards(graph, values, trace, projection, used_records)
-    _last_reads_before_use(graph, projection, shape_reads)
+    _last_reads_before_use(graph, projection, shape_reads, trace)
     return projection
 
 
-def _shape_reads(found: list[int], frontier: set[frozenset[int]], trace: Trace) -> list[int]:
+def _shape_reads(
+    found: list[int], frontier: set[frozenset[int]], trace: Trace, used: set[int]
+) -> list[int]:
     """For a node reading a shape: the recorded reads of the very tensor the node reads, in order.
 
-    Reads of other tensors of the same shape (later in the data flow) do not count.
+    Reads of other tensors of the same shape (later in the data flow) do not count, except
+    tensors no node was matched to that hold the same values as the one read: the exporter
+    merged their equal computations into one node.
     """
     upstream = {record for group in frontier if len(group) == 1 for record in group}
+    records = trace.records
 
     def undropped(record: int) -> int:
-        while trace.records[record].dropped and len(trace.records[record].inputs) == 1:
-            record = trace.records[record].inputs[0]
+        while records[record].dropped and len(records[record].inputs) == 1:
+            record = records[record].inputs[0]
         return record
+
+    def merged_copy(record: int) -> bool:
+        return record not in used and any(
+            records[record].outputs and records[u].outputs
+            and same_values(records[record].outputs[0], records[u].outputs[0])
+            for u in upstream
+        )
 
     return sorted(
         index for index in found
-        if trace.records[index].shape_read and undropped(trace.records[index].inputs[0]) in upstream
+        if records[index].shape_read
+        and (undropped(records[index].inputs[0]) in upstream or merged_copy(undropped(records[index].inputs[0])))
     )
 
 
-def _last_reads_before_use(
-    graph: "onnx.GraphProto", projection: Projection, shape_reads: dict[int, list[int]]
-) -> None:
-    """Match each shape-reading node to the last read of its tensor before the first call that uses it.
+def _depth(qualname: str) -> int:
+    return qualname.count(".") + 1 if qualname else 0
 
-    The exporter keeps one node for reads of one tensor's shape that are used (the first of
-    them where several are), and drops reads whose result nothing used; the calls that
-    use the shape are the matched nodes the shape flows into through unmatched arithmetic.
+
+def _last_reads_before_use(
+    graph: "onnx.GraphProto", projection: Projection, shape_reads: dict[int, list[int]], trace: Trace
+) -> None:
+    """Match each shape-reading node to the read of its tensor that the first call using it saw.
+
+    The exporter keeps one node for the used reads of one tensor's shape (the first of them)
+    and drops reads nothing used; the calls that use the shape are the matched nodes it
+    flows into through unmatched arithmetic. Of the reads before the first such call, the
+    first made in the innermost module around that call is taken (it was read there and
+    used there), otherwise the last one (read by an earlier module and handed on).
     """
     consumers: dict[str, list[int]] = defaultdict(list)
     for i, node in enumerate(graph.node):
@@ -197,8 +220,12 @@ def _last_reads_before_use(
                 else:
                     pending.extend(graph.node[consumer].output)
         before = [read for read in reads if first_use is None or read < first_use]
-        if before:
-            projection.matched[node_index] = before[-1]
+        if not before:
+            continue
+        user = trace.records[first_use].module if first_use is not None else ""
+        around = [read for read in before if is_ancestor(trace.records[read].module, user)]
+        nearest = min(around, key=lambda read: (-_depth(trace.records[read].module), read), default=None)
+        projection.matched[node_index] = before[-1] if nearest is None else nearest
 
 
 def _initializer_shapes(onnx_model: "onnx.ModelProto") -> dict[str, tuple[int, ...]]:
