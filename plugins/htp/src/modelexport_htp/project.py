@@ -138,7 +138,11 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
             if not found:
                 anchors[output] = frozenset(frontier)
                 continue
-            chosen = min(found, key=lambda c: (-c[1], -c[2], c[0] in used_records and frozenset([c[0]]) not in frontier, c[3]))[0]
+            # a call already matched stays eligible for the node reading its output and its parameters
+            # (the bias added after a matrix product whose output already equalled the call's)
+            chosen = min(found, key=lambda c: (
+                -c[1], -c[2], c[0] in used_records and not (c[2] > 0 and frozenset([c[0]]) in frontier), c[3]
+            ))[0]
             if frontier:
                 anchors[output] = frozenset([frozenset([chosen])])
             else:
