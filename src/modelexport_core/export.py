@@ -22,6 +22,7 @@ from .plugins import StrategyInfo, get_strategies, get_strategy
 from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
 from .strategy import ExportContext, StrategyFailed, StrategyUnavailable, TaggingResult
 from .tags import HierarchyTags
+from .source_paths import strip_source_paths
 from .verify import Verification, verify
 from .writer import NodeTag, write_tags
 
@@ -43,6 +44,8 @@ class ExportOptions:
     verify: bool = True
     atol: float = 1e-4
     doc_string: bool = False
+    viewer_keys: bool = True  # also write `namespace` and `layer_ann` (Model Explorer, onnxruntime)
+    strip_source_paths: bool = False  # drop stack traces and other source paths from the file
     input_specs: Path | None = None
     strategy_options: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -147,6 +150,8 @@ def _sidecar_document(
         "dynamic_axes": {name: {str(k): v for k, v in axes.items()} for name, axes in ctx.dynamic_axes.items()},
         "torch_modules_kept": options.keep_torch_modules,
         "doc_string": options.doc_string,
+        "viewer_keys": options.viewer_keys,
+        "source_paths_stripped": options.strip_source_paths,
         "verification": None
         if verification is None
         else {"atol": verification.atol, "max_abs_diff": verification.max_abs_diff, "passed": verification.passed,
@@ -238,7 +243,9 @@ def _write_outputs(
     progress("writing tags")
     model = onnx.load(str(onnx_path), load_external_data=False)
     node_tags = node_tags_from_result(model, result, tags)
-    write_tags(model, node_tags, doc_string=options.doc_string, strategy=strategy)
+    write_tags(model, node_tags, doc_string=options.doc_string, strategy=strategy, viewer_keys=options.viewer_keys)
+    if options.strip_source_paths:
+        strip_source_paths(model)
     onnx.save(model, str(onnx_path))
     progress("checking the model")
     onnx.checker.check_model(str(onnx_path))
