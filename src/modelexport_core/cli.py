@@ -453,7 +453,7 @@ def profile(
         if tree is not None:
             console.print(tree)
         console.print(f"{report.total_us / 1000:.3f} ms per run over {report.runs} runs, optimization {report.level}; "
-                      f"{report.fused} of the nodes run were made by onnxruntime (fused), tagged through data flow",
+                      f"{report.fused} of the nodes run are onnxruntime's own (fused or converted), tagged through their names and data flow",
                       highlight=False)
         if node_data is not None:
             console.print(f"node data for Model Explorer: {node_data}", highlight=False)

@@ -4,10 +4,15 @@ onnxruntime drops every node's metadata when it saves an optimized graph, and op
 and quantizers rename, fuse and add nodes. The tags come back in three steps:
 
 1. by name: a node whose name is in the tagged file keeps that node's tag;
-2. by data flow: a node that produces a value of the tagged file stands for the nodes of
-   the tagged file that computed it from values the derived file still has (a fusion);
-   it takes the deepest module holding all of them;
-3. by neighbours: a node left (new values only: a quantize step, a cast) takes the deepest
+2. by name stem: a node named after a node or value of the tagged file, the way
+   onnxruntime and its quantizer name what they make (``X_quant``, ``X_nchwc``,
+   ``X/MatMulScaleFusion/``, ``fused X``), takes the tag of that node (of the value's
+   producer). This rests on naming conventions of those tools, not on a contract;
+3. by data flow: a node that produces a value of the tagged file stands for the nodes of
+   the tagged file that computed it from values the derived file still has (a fusion) and
+   that no other node of the derived file stands for; it takes the deepest module holding
+   all of them;
+4. by neighbours: a node left (new values only: a quantize step, a cast) takes the deepest
    module its consumers share, else its producers'.
 """
 
@@ -52,7 +57,7 @@ class DerivedTags:
     """Tags found for a derived file's nodes, and how each was found."""
 
     node_tags: dict[str, str]  # node key -> tag
-    how: dict[str, str]  # node key -> "name", "data_flow", "neighbours" or "root"
+    how: dict[str, str]  # node key -> "name", "name_stem", "data_flow", "neighbours" or "root"
     counts: dict[str, int] = field(default_factory=dict)
     sources: dict[str, list[str]] = field(default_factory=dict)  # node key -> names of the tagged nodes it stands for
 
@@ -70,8 +75,13 @@ def _values_of(graph: "onnx.GraphProto") -> set[str]:
     return values
 
 
-def _fused_region(source: "onnx.GraphProto", producer: dict[str, int], outputs: list[str], kept: set[str]) -> set[int]:
-    """Nodes of the source graph that computed ``outputs`` from values the derived graph still has."""
+def _fused_region(
+    source: "onnx.GraphProto", producer: dict[str, int], outputs: list[str], kept: set[str], accounted: set[int]
+) -> set[int]:
+    """Nodes of the source graph that computed ``outputs`` from values the derived graph still has.
+
+    The walk stops at values the derived graph still has and at nodes another derived node stands for.
+    """
     region: set[int] = set()
     stack = [producer[v] for v in outputs if v in producer]
     while stack:
@@ -80,9 +90,23 @@ def _fused_region(source: "onnx.GraphProto", producer: dict[str, int], outputs: 
             continue
         region.add(i)
         for value in used_values(source.node[i]):
-            if value not in kept and value in producer:
+            if value not in kept and value in producer and producer[value] not in accounted:
                 stack.append(producer[value])
     return region
+
+
+_STEM_SEPARATORS = ("_", "/", ".")
+_FUSED_PREFIX = "fused "
+
+
+def _name_stem(name: str, source_names: dict[str, int]) -> int | None:
+    """The source node a derived node is named after: the longest source name it starts with at a separator."""
+    if name.startswith(_FUSED_PREFIX) and name[len(_FUSED_PREFIX):] in source_names:
+        return source_names[name[len(_FUSED_PREFIX):]]
+    for end in range(len(name) - 1, 0, -1):  # longest first
+        if name[end] in _STEM_SEPARATORS and name[:end] in source_names:
+            return source_names[name[:end]]
+    return None
 
 
 def derive_tags(tagged: TaggedFile, derived: "onnx.ModelProto") -> DerivedTags:
@@ -95,15 +119,32 @@ def derive_tags(tagged: TaggedFile, derived: "onnx.ModelProto") -> DerivedTags:
     found: dict[str, str] = {}
     how: dict[str, str] = {}
     sources: dict[str, list[str]] = {}
+    # names a derived node can be named after: source node names, else source value names (their producer)
+    source_names = {v: i for v, i in producer.items()}
+    source_names.update({node.name: i for i, node in enumerate(source.node) if node.name})
+    accounted: set[int] = set()
     for i, node in enumerate(derived.graph.node):
         if node.name and source_tags.get(node.name):
             found[keys[i]], how[keys[i]] = source_tags[node.name], "name"
             sources[keys[i]] = [node.name]
+            accounted.add(source_names[node.name])
+    for i, node in enumerate(derived.graph.node):
+        if keys[i] in found or not node.name:
+            continue
+        stem = _name_stem(node.name, source_names)
+        if stem is not None:
+            tag = tagged.node_tags.get(node_key(source.node[stem], stem), "")
+            if tag:
+                found[keys[i]], how[keys[i]] = tag, "name_stem"
+                sources[keys[i]] = [source.node[stem].name] if source.node[stem].name else []
+                accounted.add(stem)
+    for i, node in enumerate(derived.graph.node):
+        if keys[i] in found:
             continue
         # values the fusion consumed and no longer exist mark its region; its own outputs start the walk
         known_outputs = [v for v in node.output if v in producer]
         if known_outputs:
-            region = _fused_region(source, producer, known_outputs, derived_values - set(node.output))
+            region = _fused_region(source, producer, known_outputs, derived_values - set(node.output), accounted)
             region_tags = [tagged.node_tags.get(node_key(source.node[j], j), "") for j in region]
             region_tags = [t for t in region_tags if t]
             if region_tags:
