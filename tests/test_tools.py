@@ -418,3 +418,22 @@ def test_tools_refuse_an_untagged_file(tmp_path, exported):
     for command in (["profile"], ["nodes", "--module", "encoder"], ["extract", "--module", "encoder", "-o", str(tmp_path / "p.onnx")]):
         line = _one_line_error(runner.invoke(app, [command[0], str(tmp_path / "plain.onnx"), *command[1:]]))
         assert "carries no modelexport tags" in line
+
+
+@pytest.mark.parametrize("strategy", ["htp", "usage_based"])
+def test_every_tool_on_files_of_the_other_strategies(tmp_path, exported, strategy):
+    from modelexport_core.numerics import compare_numerics
+
+    entry = exported("bert_mask", strategy)
+    path = str(entry.path)
+    assert _cli("validate", path)["ok"]
+    assert _cli("nodes", path, "--module", LAYER["bert_mask"], "--ops", "MatMul")
+    part = _cli("extract", path, "--module", LAYER["bert_mask"], "-o", str(tmp_path / "part.onnx"))
+    onnx.checker.check_model(part["output"])
+    assert _cli("profile", path, "--runs", "1")["total_us"] > 0
+    assert compare_numerics(entry.loaded, entry.path).first_divergent == []
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    summary = _cli("tag", str(tmp_path / "optimized.onnx"), "--from", path, "-o", str(tmp_path / "tagged.onnx"))
+    assert summary["coverage"] == 1.0 and "root" not in summary["found_by"]

@@ -370,7 +370,7 @@ def inspect(
 @app.command()
 def nodes(
     onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
-    module: str = typer.Option(..., "--module", "-m", help="named_modules() name (encoder.layer.0) or tag (/Model/Layer.0)"),
+    module: str = typer.Option(..., "--module", "-m", help="named_modules() name (blocks.0) or tag (/Model/Block.0)"),
     ops: Optional[str] = typer.Option(None, "--ops", help="Only these op types, comma-separated (MatMul,Gemm)"),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list"),
 ) -> None:
