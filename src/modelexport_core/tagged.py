@@ -140,11 +140,3 @@ def load_external_tensors(model: "onnx.ModelProto", names: set[str], base_dir: P
             tensor.data_location = 0  # DEFAULT: the data now lives in the proto
             del tensor.external_data[:]
 
-
-def load_with_weights(path: Path) -> "onnx.ModelProto":
-    """The model with all its weights, for the tools that run it."""
-    import onnx
-
-    path = Path(path).expanduser()
-    load_graph(path)  # a clear error first
-    return onnx.load(str(path))
