@@ -437,3 +437,22 @@ def test_every_tool_on_files_of_the_other_strategies(tmp_path, exported, strateg
     ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     summary = _cli("tag", str(tmp_path / "optimized.onnx"), "--from", path, "-o", str(tmp_path / "tagged.onnx"))
     assert summary["coverage"] == 1.0 and "root" not in summary["found_by"]
+
+
+def test_tools_on_a_file_with_external_weights(tmp_path, exported):
+    """Weights in a data file beside the graph: each tool reads only what it needs and finds the rest."""
+    from modelexport_core.numerics import compare_numerics
+
+    entry = exported("bert_mask", "builtin_tracking")
+    model = onnx.load(str(entry.path))
+    external = tmp_path / "external.onnx"
+    onnx.save(model, str(external), save_as_external_data=True, location="external.onnx.data", size_threshold=0)
+    shutil.copyfile(sidecar_path(entry.path), sidecar_path(external))
+    assert (tmp_path / "external.onnx.data").stat().st_size > 10_000
+    assert _cli("validate", str(external))["ok"]
+    part = _cli("extract", str(external), "--module", LAYER["bert_mask"], "-o", str(tmp_path / "parts" / "part.onnx"))
+    ort.InferenceSession(part["output"], providers=["CPUExecutionProvider"])
+    assert _cli("profile", str(external), "--runs", "1")["total_us"] > 0
+    assert compare_numerics(entry.loaded, external).first_divergent == []
+    summary = _cli("tag", str(external), "--from", str(entry.path), "-o", str(tmp_path / "retagged" / "copy.onnx"))
+    assert summary["coverage"] == 1.0 and (tmp_path / "retagged" / "copy.onnx.data").is_file()
