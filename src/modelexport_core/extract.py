@@ -116,7 +116,7 @@ def extract_module(onnx_path: Path, name: str, output: Path) -> ExtractReport:
         output=output,
         module=module,
         tag=tag,
-        nodes=sum(1 for n in part.graph.node),
+        nodes=len(part.graph.node),
         inputs=boundary_inputs,
         outputs=[v.name for v in part.graph.output],
         initializers=len(part.graph.initializer),

@@ -23,7 +23,6 @@ from .tagged import TaggedFile, load_tagged
 
 if TYPE_CHECKING:
     import numpy as np
-    import onnx
     import torch
 
     from .models import LoadedModel
