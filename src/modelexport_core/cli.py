@@ -500,7 +500,8 @@ def profile(
         if as_json:
             print(json.dumps({"file": str(report.path), "runs": report.runs, "level": report.level,
                               "total_us": report.total_us, "fused_nodes": report.fused,
-                              "modules": [asdict(m) for m in report.modules], "nodes": report.node_us}))
+                              "modules": [asdict(m) for m in report.modules], "nodes": report.node_us,
+                              "node_tags": report.node_tags}))
             return
         branches: dict[str, Tree] = {}
         tree: Tree | None = None
