@@ -296,7 +296,7 @@ def render_table(results: Results, models: list[str], strategies: list[str], bat
         "strategy alone and with the default chain, verified in onnxruntime at the example shape and a second "
         "shape. A number is the share of nodes whose tag matches PyTorch's own record of the module that produced "
         "them (`modelexport compare`); `cN` counts nodes tagged to a sibling layer (contamination); `x` is a failed "
-        f"export with the short cause (full reasons below). "
+        "export with the short cause (full reasons below). "
         + (f"Where {batch_text} differ, both are shown in that order. " if len(batches) > 1 else f"All at {batch_text}. ")
         + "The chain column names the strategy that won; where the chain's first strategy exported and verified "
         "on its own, the chain (which tries it first with the same inputs) is not exported again.",
@@ -324,6 +324,39 @@ def render_table(results: Results, models: list[str], strategies: list[str], bat
         lines += ["", "## Failure reasons", ""]
         for cell in failures:
             lines.append(f"- {cell.model} / {cell.strategy} / batch {cell.batch}: {cell.reason}")
+    return "\n".join(lines) + "\n"
+
+
+THRESHOLDS = {"htp": 0.99, "usage_based": 0.97}  # issue 9's targets
+
+
+def render_digest(results: Results) -> str:
+    """Failures grouped by cause (per strategy, which models at which batch), and agreement under the targets."""
+    cells = list(results.cells.values())
+    lines = [f"Cells measured: {len(cells)} ({sum(c.status == 'ok' for c in cells)} ok), "
+             f"{len({c.model for c in cells})} models, batches {sorted({c.batch for c in cells})}.", "",
+             "## Failures by cause", ""]
+    by_cause: dict[str, list[Cell]] = {}
+    for cell in cells:
+        if cell.status != "ok":
+            by_cause.setdefault(cell.cause, []).append(cell)
+    for cause, failed in sorted(by_cause.items(), key=lambda item: -len(item[1])):
+        lines.append(f"### {cause} ({len(failed)} cells)")
+        by_strategy: dict[str, list[str]] = {}
+        for cell in sorted(failed, key=lambda c: (c.strategy, c.model, c.batch)):
+            by_strategy.setdefault(cell.strategy, []).append(f"{cell.model} b{cell.batch}")
+        for strategy, where in by_strategy.items():
+            lines.append(f"- {strategy}: {', '.join(where)}")
+        lines.append(f"- e.g. {failed[0].model}/{failed[0].strategy}/b{failed[0].batch}: {failed[0].reason[:300]}")
+        lines.append("")
+    lines += ["## Agreement under the targets", ""]
+    for strategy, target in THRESHOLDS.items():
+        low = sorted((c for c in cells if c.strategy == strategy and c.status == "ok"
+                      and ((c.agreement is not None and c.agreement < target) or c.contaminated)),
+                     key=lambda c: (c.agreement if c.agreement is not None else 0.0))
+        lines.append(f"- {strategy} (< {target}, or contaminated): " + (", ".join(
+            f"{c.model} b{c.batch} {c.agreement:.3f}" + (f" c{c.contaminated}" if c.contaminated else "")
+            for c in low) or "none"))
     return "\n".join(lines) + "\n"
 
 
@@ -401,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerun-chain", action="store_true",
                         help="export the chain even where its first strategy's own cell already succeeded")
     parser.add_argument("--table-only", action="store_true", help="rewrite the table from the JSON file")
+    parser.add_argument("--digest", type=Path, help="also write failures grouped by cause to this Markdown file")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -435,7 +469,8 @@ def main(argv: list[str] | None = None) -> int:
         chain_first = None if args.rerun_chain else installed_strategies()[0]
         total = sum(len(cells) for cells in by_model.values())
         print(f"{total} cells to run ({len(results.cells)} kept)", file=sys.stderr, flush=True)
-        logs = Path(tempfile.mkdtemp(prefix="zoo-sweep-logs-"))
+        logs = args.json_path.with_name(args.json_path.stem + "-logs")  # each worker's output, for a crash's cause
+        logs.mkdir(parents=True, exist_ok=True)
         done = [0]
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
@@ -451,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     temporary = args.table.with_name(args.table.name + ".part")
     temporary.write_text(table)
     os.replace(temporary, args.table)
+    if args.digest:
+        args.digest.write_text(render_digest(results))
     return 0
 
 
