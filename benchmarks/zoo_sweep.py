@@ -87,6 +87,14 @@ _CAUSES: list[tuple[str, str]] = [
 ]
 
 
+def own_reason(reason: str, strategy: str) -> str:
+    """A single strategy's reason without the chain's wrapper ``every strategy failed (NAME: ...)``."""
+    prefix = f"every strategy failed ({strategy}: "
+    if strategy != CHAIN and reason.startswith(prefix) and reason.endswith(")"):
+        return reason[len(prefix):-1]
+    return reason
+
+
 def cause_of(reason: str) -> str:
     """A short label for a failure reason: the known causes by pattern, else its first words."""
     for pattern, label in _CAUSES:
@@ -128,6 +136,7 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
         cell.reason = f"{type(error).__name__}: {first_line(error)}"
     cell.seconds = round(time.perf_counter() - started, 2)
     if cell.reason:
+        cell.reason = own_reason(cell.reason, strategy)
         cell.cause = cause_of(cell.reason)
         found = re.search(r"differs from PyTorch by ([0-9.eE+-]+)", cell.reason)
         cell.max_abs_diff = float(found.group(1)) if found else None
@@ -243,6 +252,7 @@ class Results:
         if resume and path.is_file():
             for data in json.loads(path.read_text()).get("cells", []):
                 cell = Cell(**data)
+                cell.reason = own_reason(cell.reason, cell.strategy)
                 self.cells[cell.key] = cell
         self.meta = meta
 
