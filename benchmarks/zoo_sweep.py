@@ -95,8 +95,10 @@ def own_reason(reason: str, strategy: str) -> str:
     return reason
 
 
-def cause_of(reason: str) -> str:
+def cause_of(reason: str, strategy: str = "") -> str:
     """A short label for a failure reason: the known causes by pattern, else its first words."""
+    if strategy == CHAIN and reason.startswith("every strategy failed"):
+        return "every strategy failed"  # each strategy's own column says why
     for pattern, label in _CAUSES:
         if re.search(pattern, reason):
             if label == "unsupported op":
@@ -137,7 +139,7 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
     cell.seconds = round(time.perf_counter() - started, 2)
     if cell.reason:
         cell.reason = own_reason(cell.reason, strategy)
-        cell.cause = cause_of(cell.reason)
+        cell.cause = cause_of(cell.reason, strategy)
         found = re.search(r"differs from PyTorch by ([0-9.eE+-]+)", cell.reason)
         cell.max_abs_diff = float(found.group(1)) if found else None
         return cell
@@ -253,6 +255,8 @@ class Results:
             for data in json.loads(path.read_text()).get("cells", []):
                 cell = Cell(**data)
                 cell.reason = own_reason(cell.reason, cell.strategy)
+                if cell.status != "ok" and cell.cause not in ("timeout", "crashed"):
+                    cell.cause = cause_of(cell.reason, cell.strategy)
                 self.cells[cell.key] = cell
         self.meta = meta
 
