@@ -76,7 +76,7 @@ _CAUSES: list[tuple[str, str]] = [
     (r"aten::diff", "aten::diff"),
     (r"aten::histc", "aten::histc"),
     (r"grouped_mm", "grouped_mm"),
-    (r"to its example size|specializ", "fx: axis pinned"),
+    (r"to its example size|specializ", "size-1 axis pinned"),
     (r"differs from PyTorch", "verify diff"),
     (r"weight tensors appear|weights? not found", "weights not found"),
     (r"no submodules|has no submodule", "no submodules"),
