@@ -78,7 +78,7 @@ _CAUSES: list[tuple[str, str]] = [
     (r"grouped_mm", "grouped_mm"),
     (r"to its example size|specializ", "size-1 axis pinned"),
     (r"differs from PyTorch", "verify diff"),
-    (r"weight tensors appear|weights? not found", "weights not found"),
+    (r"weight tensors (of \S+ )?appear|weights? not found", "weights not found"),
     (r"no submodules|has no submodule", "no submodules"),
     (r"onnxruntime|InferenceSession|\[ONNXRuntimeError\]", "onnxruntime rejects"),
     (r"checker|ValidationError", "onnx checker"),
