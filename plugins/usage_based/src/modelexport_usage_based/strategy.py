@@ -65,7 +65,7 @@ class UsageBasedStrategy(TaggingStrategy):
                 "no tensor of the graph equals a parameter of the model (another model, other weights or dtype?)"
             )
         distinctive = parameters.distinctive_values()
-        found = {digest for digests in users.tensors.values() for digest in digests} & distinctive
+        found = users.covered & distinctive
         if distinctive and len(found) < MIN_WEIGHTS_FOUND * len(distinctive):
             raise StrategyUnavailable(
                 f"only {len(found)} of the {len(distinctive)} weight tensors of {type(ctx.model).__name__} appear in "
