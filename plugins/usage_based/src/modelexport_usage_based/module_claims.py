@@ -153,8 +153,8 @@ def _reaching(targets: list[int], data: DataGraph) -> set[int]:
 def hand_to_helpers(free: list[int], data: DataGraph, tree: ModuleTree, placement: Placement) -> None:
     """Give a module's single parameter-free helper child (an activation) the stretch it computes.
 
-    That stretch starts at the output of another child of the module and reads nothing
-    else: every input of each of its nodes is that output or a node of the stretch. A
+    That stretch starts at the output of another child of the module, or at the module's
+    own result (the activation after a residual add), and reads nothing else: every input of each of its nodes is that output or a node of the stretch. A
     helper computes one stretch per call of its parent.
     """
     modules = placement.modules
@@ -175,7 +175,7 @@ def hand_to_helpers(free: list[int], data: DataGraph, tree: ModuleTree, placemen
             continue
         (source,) = sources
         source_module = modules.get(source, "")
-        if source in stretch_source or source_module == owner or not is_ancestor(owner, source_module):
+        if source in stretch_source or not is_ancestor(owner, source_module):
             continue
         if source_of_call.setdefault((helper, placement.call_of(source)), source) != source:
             continue

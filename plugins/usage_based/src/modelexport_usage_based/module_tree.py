@@ -33,7 +33,8 @@ class ModuleTree:
     pass_through: frozenset[str]
     """Parameter-free leaves that return their input unchanged in eval mode: they make no nodes."""
     containers: frozenset[str]
-    """Modules without a forward of their own (``ModuleList``, ``ModuleDict``): never called."""
+    """Modules without a forward of their own (``ModuleList``, ``ModuleDict``), or one that only chains
+    its children (``Sequential``): no computation happens in them."""
     classes: dict[str, str]
     """Each module's class (defining module and name): modules of one class compute alike."""
 
@@ -57,8 +58,8 @@ class ModuleTree:
             class_module = type(module).__module__
             if class_module == "torch" or class_module.startswith("torch."):
                 torch_classes.add(qualname)
-            if qualname and type(module).forward is torch.nn.Module.forward:
-                containers.add(qualname)
+            if qualname and type(module).forward in (torch.nn.Module.forward, torch.nn.Sequential.forward):
+                containers.add(qualname)  # a sequential only chains its children: it computes nothing itself
             elif next(module.parameters(), None) is None and next(module.buffers(), None) is None:
                 without.add(qualname)
                 if next(module.children(), None) is None and _returns_its_input(module):

@@ -69,10 +69,10 @@ def propagate(
     free = [i for i in range(len(graph.node)) if i not in fixed and kinds.kinds[i] is NodeKind.DATA]
     pinned: set[int] = set()
     for i in free:
-        module, call, merged = context_of(i, data, tree, placement)
+        module, call, final = context_of(i, data, tree, placement)
         modules[i] = module if is_ancestor(limits[i], module) else limits[i]
         placement.calls[i] = call
-        if merged:
+        if final:
             pinned.add(i)
     hand_to_helpers(free, data, tree, placement)
     absorb_private_feeders(free, seeds, data, tree, modules)
