@@ -150,11 +150,14 @@ def _reaching(targets: list[int], data: DataGraph) -> set[int]:
     return seen
 
 
-def hand_to_helpers(free: list[int], data: DataGraph, tree: ModuleTree, placement: Placement) -> None:
+def hand_to_helpers(
+    free: list[int], data: DataGraph, tree: ModuleTree, placement: Placement, configured: list[bool]
+) -> None:
     """Give a module's single parameter-free helper child (an activation) the stretch it computes.
 
     That stretch starts at the output of another child of the module, or at the module's
-    own result (the activation after a residual add), and reads nothing else: every input of each of its nodes is that output or a node of the stretch. A
+    own result (the activation after a residual add), and reads nothing else (no shape or
+    setting computed for it, ``configured``: an activation reads fixed constants only): every input of each of its nodes is that output or a node of the stretch. A
     helper computes one stretch per call of its parent.
     """
     modules = placement.modules
@@ -168,7 +171,7 @@ def hand_to_helpers(free: list[int], data: DataGraph, tree: ModuleTree, placemen
     for i in free:
         owner = modules[i]
         helper = helper_of.get(owner)
-        if helper is None or data.reads_graph_input[i]:
+        if helper is None or data.reads_graph_input[i] or configured[i]:
             continue
         sources = {stretch_source.get(j, j) if modules.get(j) == helper else j for j in data.producers[i]}
         if len(sources) != 1:

@@ -74,12 +74,22 @@ def propagate(
         placement.calls[i] = call
         if final:
             pinned.add(i)
-    hand_to_helpers(free, data, tree, placement)
+    # nodes set up by computed shapes or settings (a pad sized from its input) run where that input is
+    # prepared for a parameter op, not in the activation before it
+    configured = [
+        any(
+            (j := index.producer.get(value)) is not None and graph.node[j].op_type != "Constant"
+            for value in node.input
+            if value and value not in data.inputs[i]
+        )
+        for i, node in enumerate(graph.node)
+    ]
+    hand_to_helpers(free, data, tree, placement, configured)
     absorb_private_feeders(free, seeds, data, tree, modules)
     join_first_reader(free, graph, data, tree, types, modules)
     claimed = {i for i in free if tree.is_leaf(modules[i])}
     movable = [i for i in free if i not in pinned and i not in claimed]
-    prepare_for_readers(movable, graph, data, tree, limits, modules)
+    prepare_for_readers(movable, graph, data, tree, limits, modules, configured)
     settle(movable, graph, data, tree, limits, modules)
     fed = feeds_fixed(len(graph.node), data, fixed)
     heading_out = [out and not fed[i] for i, out in enumerate(reaches_outputs(graph, data))]
