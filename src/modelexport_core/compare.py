@@ -15,6 +15,7 @@ from .models import LoadedModel
 from .reference import dynamo_node_modules, torchscript_node_modules
 from .tags import HierarchyTags
 from .testing import sibling_contamination
+from .wrapper import export_settings
 from .writer import NodeTag
 
 
@@ -64,10 +65,15 @@ def measure_agreement(
 
 def compare_strategies(loaded: LoadedModel, options: ExportOptions | None = None) -> list[StrategyComparison]:
     """Export with each strategy in turn and measure its tags against PyTorch's records of the same graph."""
-    import onnx
-
     options = options or ExportOptions()
     chain = strategy_chain(options.strategies)
+    with export_settings(loaded.model):
+        return _compare(loaded, options, chain)
+
+
+def _compare(loaded: LoadedModel, options: ExportOptions, chain: list) -> list[StrategyComparison]:
+    import onnx
+
     inputs = example_inputs(loaded, options.input_specs)
     ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
     tags = HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
