@@ -195,13 +195,13 @@ def absorb_private_feeders(
     op that reads its weight. Walking back from the leaf's seeds, a node joins the leaf
     when everything it writes is read inside the leaf; the earliest nodes are left out
     until the joined nodes read one value from outside, the one the leaf was called with.
-    Torch layers are exported as their parameter ops alone and take nothing; an
+    Torch layers (and classes derived from them) are exported as their parameter ops alone and take nothing; an
     activation already given to a helper module stays with it.
     """
     free_set = set(free)
     helpers = {helper for name in tree.names for helper in tree.parameter_free_helpers(name)}
     for seed, owner in seeds.items():
-        if not tree.is_leaf(owner) or owner in tree.torch_classes:
+        if not tree.is_leaf(owner) or owner in tree.torch_classes or owner in tree.torch_layer_subclasses:
             continue
         leaf = {k for k, tag in modules.items() if tag == owner}
         region: set[int] = set()
