@@ -155,17 +155,27 @@ def hand_to_helpers(
 ) -> None:
     """Give a module's single parameter-free helper child (an activation) the stretch it computes.
 
-    That stretch starts at the output of another child of the module, or at the module's
-    own result (the activation after a residual add), and reads nothing else (no shape or
-    setting computed for it, ``configured``: an activation reads fixed constants only): every input of each of its nodes is that output or a node of the stretch. A
-    helper computes one stretch per call of its parent.
+    That stretch starts at the output of another child of the module (the one registered
+    nearest before the helper among those with parameter nodes, as modules are registered in
+    the order they are called), or at the module's own result (the activation after a residual
+    add), and reads nothing else (no shape or setting computed for it, ``configured``: an
+    activation reads fixed constants only): every input of each of its nodes is that output or
+    a node of the stretch. A helper computes one stretch per call of its parent.
     """
     modules = placement.modules
+    free_set = set(free)
+    seeded = {tag for i, tag in modules.items() if i not in free_set}
     helper_of = {}
+    feeding_child: dict[str, str] = {}
     for name in tree.names:
         helpers = tree.parameter_free_helpers(name)
         if len(helpers) == 1:
             helper_of[name] = helpers[0]
+            siblings = list(tree.children.get(name, ()))
+            earlier = siblings[: siblings.index(helpers[0])]
+            with_seeds = [c for c in earlier if any(is_ancestor(c, tag) for tag in seeded)]
+            if with_seeds:
+                feeding_child[name] = with_seeds[-1]
     stretch_source: dict[int, int] = {}
     source_of_call: dict[tuple[str, int], int] = {}
     for i in free:
@@ -179,6 +189,9 @@ def hand_to_helpers(
         (source,) = sources
         source_module = modules.get(source, "")
         if source in stretch_source or not is_ancestor(owner, source_module):
+            continue
+        child = feeding_child.get(owner)
+        if source_module != owner and child is not None and not is_ancestor(child, source_module):
             continue
         if source_of_call.setdefault((helper, placement.call_of(source)), source) != source:
             continue
