@@ -183,6 +183,8 @@ def hand_to_helpers(
         helper = helper_of.get(owner)
         if helper is None or data.reads_graph_input[i] or configured[i]:
             continue
+        if any(j in stretch_source and len(data.consumers[j]) > 1 for j in data.producers[i]):
+            continue  # a stretch value read twice was returned: the helper's call ended there
         sources = {stretch_source.get(j, j) if modules.get(j) == helper else j for j in data.producers[i]}
         if len(sources) != 1:
             continue
