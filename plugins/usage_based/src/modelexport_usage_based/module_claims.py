@@ -155,9 +155,9 @@ def hand_to_helpers(
 ) -> None:
     """Give a module's single parameter-free helper child (an activation) the stretch it computes.
 
-    That stretch starts at the output of another child of the module (the one registered
-    nearest before the helper among those with parameter nodes, as modules are registered in
-    the order they are called), or at the module's own result (the activation after a residual
+    That stretch starts at the output of another child of the module (preferably the one
+    registered nearest before the helper among those with parameter nodes, as modules are often
+    registered in the order they are called), or at the module's own result (the activation after a residual
     add), and reads nothing else (no shape or setting computed for it, ``configured``: an
     activation reads fixed constants only): every input of each of its nodes is that output or
     a node of the stretch. A helper computes one stretch per call of its parent.
@@ -178,27 +178,29 @@ def hand_to_helpers(
                 feeding_child[name] = with_seeds[-1]
     stretch_source: dict[int, int] = {}
     source_of_call: dict[tuple[str, int], int] = {}
-    for i in free:
-        owner = modules[i]
-        helper = helper_of.get(owner)
-        if helper is None or data.reads_graph_input[i] or configured[i]:
-            continue
-        if any(j in stretch_source and len(data.consumers[j]) > 1 for j in data.producers[i]):
-            continue  # a stretch value read twice was returned: the helper's call ended there
-        sources = {stretch_source.get(j, j) if modules.get(j) == helper else j for j in data.producers[i]}
-        if len(sources) != 1:
-            continue
-        (source,) = sources
-        source_module = modules.get(source, "")
-        if source in stretch_source or not is_ancestor(owner, source_module):
-            continue
-        child = feeding_child.get(owner)
-        if source_module != owner and child is not None and not is_ancestor(child, source_module):
-            continue
-        if source_of_call.setdefault((helper, placement.call_of(source)), source) != source:
-            continue
-        modules[i] = helper
-        stretch_source[i] = source
+    # a stretch from the nearest earlier child first, then from any child or the module's own result
+    for from_feeding_child in (True, False):
+        for i in free:
+            owner = modules[i]
+            helper = helper_of.get(owner)
+            if helper is None or data.reads_graph_input[i] or configured[i]:
+                continue
+            if any(j in stretch_source and len(data.consumers[j]) > 1 for j in data.producers[i]):
+                continue  # a stretch value read twice was returned: the helper's call ended there
+            sources = {stretch_source.get(j, j) if modules.get(j) == helper else j for j in data.producers[i]}
+            if len(sources) != 1:
+                continue
+            (source,) = sources
+            source_module = modules.get(source, "")
+            if source in stretch_source or not is_ancestor(owner, source_module):
+                continue
+            child = feeding_child.get(owner)
+            if from_feeding_child and (child is None or not is_ancestor(child, source_module)):
+                continue
+            if source_of_call.setdefault((helper, placement.call_of(source)), source) != source:
+                continue
+            modules[i] = helper
+            stretch_source[i] = source
 
 
 def absorb_private_feeders(
