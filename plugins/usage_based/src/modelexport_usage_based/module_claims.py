@@ -151,7 +151,12 @@ def _reaching(targets: list[int], data: DataGraph) -> set[int]:
 
 
 def hand_to_helpers(
-    free: list[int], data: DataGraph, tree: ModuleTree, placement: Placement, configured: list[bool]
+    free: list[int],
+    data: DataGraph,
+    tree: ModuleTree,
+    placement: Placement,
+    configured: list[bool],
+    sizes: dict[str, int],
 ) -> None:
     """Give a module's single parameter-free helper child (an activation) the stretch it computes.
 
@@ -160,7 +165,8 @@ def hand_to_helpers(
     registered in the order they are called), or at the module's own result (the activation after a residual
     add), and reads nothing else (no shape or setting computed for it, ``configured``: an
     activation reads fixed constants only): every input of each of its nodes is that output or
-    a node of the stretch. A helper computes one stretch per call of its parent.
+    a node of the stretch. A helper computes one stretch per call of its parent, of at most
+    ``sizes[helper]`` nodes where that is known (a torch layer exported alone).
     """
     modules = placement.modules
     free_set = set(free)
@@ -178,6 +184,7 @@ def hand_to_helpers(
                 feeding_child[name] = with_seeds[-1]
     stretch_source: dict[int, int] = {}
     source_of_call: dict[tuple[str, int], int] = {}
+    stretch_size: dict[tuple[str, int], int] = {}
     # a stretch from the nearest earlier child first, then from any child or the module's own result
     for from_feeding_child in (True, False):
         for i in free:
@@ -197,8 +204,12 @@ def hand_to_helpers(
             child = feeding_child.get(owner)
             if from_feeding_child and (child is None or not is_ancestor(child, source_module)):
                 continue
-            if source_of_call.setdefault((helper, placement.call_of(source)), source) != source:
+            key = (helper, placement.call_of(source))
+            if source_of_call.setdefault(key, source) != source:
                 continue
+            if stretch_size.get(key, 0) >= sizes.get(helper, len(free)):
+                continue
+            stretch_size[key] = stretch_size.get(key, 0) + 1
             modules[i] = helper
             stretch_source[i] = source
 

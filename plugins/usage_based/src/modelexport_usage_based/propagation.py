@@ -55,8 +55,12 @@ def propagate(
     static_values: set[str],
     shapes: dict[str, tuple],
     types: dict[str, int],
+    helper_sizes: dict[str, int] | None = None,
 ) -> Propagation:
-    """Tag every node, from the seeds (node index to owning module) and their call numbers."""
+    """Tag every node, from the seeds (node index to owning module) and their call numbers.
+
+    ``helper_sizes``: how many nodes each torch helper layer exports to, where known.
+    """
     placement = Placement(dict(seeds), dict(calls))
     modules = placement.modules
     claim_restoring_views(graph, kinds, tree, data, shapes, modules, static_values)
@@ -84,7 +88,7 @@ def propagate(
         )
         for i, node in enumerate(graph.node)
     ]
-    hand_to_helpers(free, data, tree, placement, configured)
+    hand_to_helpers(free, data, tree, placement, configured, helper_sizes or {})
     absorb_private_feeders(free, seeds, data, tree, modules)
     join_first_reader(free, graph, data, tree, types, modules)
     claimed = {i for i in free if tree.is_leaf(modules[i])}
