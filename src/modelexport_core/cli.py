@@ -15,7 +15,7 @@ import typer.core
 from rich.console import Console
 from rich.table import Table
 
-from .errors import ModelExportError
+from .errors import AllStrategiesFailedError, ModelExportError
 from .exporters import first_line
 from .plugins import PluginLoadWarning
 
@@ -29,10 +29,14 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _escape(text: str) -> str:
     from rich.markup import escape
 
-    err_console.print("[bold red]error:[/] " + escape(message), highlight=False, soft_wrap=True)
+    return escape(text)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err_console.print("[bold red]error:[/] " + _escape(message), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -47,8 +51,17 @@ def _user_errors(verbose: bool = False) -> Iterator[None]:
             yield
         except ModelExportError as error:
             _flush_warnings(caught)
+            attempts = getattr(error, "attempts", [])
             if verbose:
-                _print_details(getattr(error, "attempts", []))
+                _print_details(attempts)
+            if isinstance(error, AllStrategiesFailedError) and len(attempts) > 1:
+                # one line per attempt and nothing more, the first saying that the whole chain failed
+                for i, attempt in enumerate(attempts[:-1]):
+                    lead = "every strategy failed; " if i == 0 else ""
+                    err_console.print("[bold red]error:[/] " + _escape(f"{lead}{attempt.strategy} {attempt.status}: "
+                                      f"{attempt.reason}"), highlight=False, soft_wrap=True)
+                last = attempts[-1]
+                _fail(f"{last.strategy} {last.status}: {last.reason}")
             _fail(str(error))
         except KeyboardInterrupt:
             _fail("interrupted; nothing was written", 130)
@@ -114,9 +127,7 @@ def _split_strategies(value: Optional[str]) -> Optional[list[str]]:
 
 
 def _warn(message: str) -> None:
-    from rich.markup import escape
-
-    err_console.print("[yellow]warning:[/] " + escape(message), highlight=False, soft_wrap=True)
+    err_console.print("[yellow]warning:[/] " + _escape(message), highlight=False, soft_wrap=True)
 
 
 def _print_report(report, as_json: bool, verbose: bool = False) -> None:
