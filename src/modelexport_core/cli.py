@@ -87,10 +87,7 @@ def _quiet_libraries(verbose: bool = False) -> None:
 
     if verbose:
         return
-    for name in ("torch", "torch.onnx", "torch._export", "torch.export", "onnxscript", "huggingface_hub"):
-        logging.getLogger(name).setLevel(logging.ERROR)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TORCH_LOGS", "-all")
     try:
         import transformers
 
@@ -98,6 +95,9 @@ def _quiet_libraries(verbose: bool = False) -> None:
         transformers.logging.disable_progress_bar()
     except ImportError:
         pass
+    # after the imports: torch sets its loggers' levels when it loads
+    for name in ("torch", "torch.onnx", "torch._export", "torch.export", "onnxscript", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def _print_details(attempts: list) -> None:
