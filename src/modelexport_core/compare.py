@@ -16,6 +16,7 @@ from .reference import dynamo_node_modules, torchscript_node_modules
 from .tags import HierarchyTags
 from .testing import sibling_contamination
 from .wrapper import export_settings
+from .writer import NodeTag
 
 
 @dataclass
@@ -39,6 +40,27 @@ def reference_modules(onnx_model, exporter: str, module_names: list[str]) -> dic
     if exporter == "dynamo":
         return dynamo_node_modules(onnx_model)
     return torchscript_node_modules(onnx_model, module_names)
+
+
+@dataclass
+class Agreement:
+    """How a graph's node tags match PyTorch's records of the same graph."""
+
+    reference_nodes: int  # nodes for which PyTorch recorded a module
+    agreement: float | None  # share of those whose tag matches the record
+    contaminated: int  # nodes given to a sibling layer
+
+
+def measure_agreement(
+    onnx_model, node_tags: dict[str, NodeTag], exporter: str, tags: HierarchyTags, module_names: list[str]
+) -> Agreement:
+    """Compare ``node_tags`` with PyTorch's records in ``onnx_model``; ``module_names`` are the wrapper's."""
+    reference = reference_modules(onnx_model, exporter, module_names)
+    known = {node: module for node, module in reference.items() if module is not None}
+    agreeing = sum(1 for node, module in known.items() if node_tags[node].tag == tags.tag_of(module))
+    contaminated = sibling_contamination({n: t.module for n, t in node_tags.items()},
+                                         {n: tags.kept_module(m) for n, m in known.items()})
+    return Agreement(len(known), agreeing / len(known) if known else None, len(contaminated))
 
 
 def compare_strategies(loaded: LoadedModel, options: ExportOptions | None = None) -> list[StrategyComparison]:
@@ -75,9 +97,7 @@ def _compare(loaded: LoadedModel, options: ExportOptions, chain: list) -> list[S
                 continue
             model = onnx.load(str(onnx_path), load_external_data=False)
             node_tags = node_tags_from_result(model, result, tags)
-            reference = reference_modules(model, result.exporter, module_names)
-            known = {node: module for node, module in reference.items() if module is not None}
-            agreeing = sum(1 for node, module in known.items() if node_tags[node].tag == tags.tag_of(module))
+            measured = measure_agreement(model, node_tags, result.exporter, tags, module_names)
             comparisons.append(
                 StrategyComparison(
                     strategy=info.name,
@@ -85,10 +105,9 @@ def _compare(loaded: LoadedModel, options: ExportOptions, chain: list) -> list[S
                     exporter=result.exporter,
                     nodes=len(model.graph.node),
                     coverage=sum(1 for node in model.graph.node if node.name in result.node_modules) / max(len(model.graph.node), 1),
-                    reference_nodes=len(known),
-                    agreement=agreeing / len(known) if known else None,
-                    contaminated=len(sibling_contamination({n: t.module for n, t in node_tags.items()},
-                                                           {n: tags.kept_module(m) for n, m in known.items()})),
+                    reference_nodes=measured.reference_nodes,
+                    agreement=measured.agreement,
+                    contaminated=measured.contaminated,
                     seconds=time.perf_counter() - started,
                 )
             )
