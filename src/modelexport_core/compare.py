@@ -12,6 +12,7 @@ from .context import make_context
 from .errors import AllStrategiesFailedError, ModelExportError
 from .export import ExportOptions, example_inputs, node_tags_from_result, run_strategies, strategy_chain
 from .models import LoadedModel
+from .onnx_file import load_graph
 from .reference import dynamo_node_modules, torchscript_node_modules
 from .tags import HierarchyTags
 from .testing import sibling_contamination
@@ -42,8 +43,6 @@ def reference_modules(onnx_model, exporter: str, module_names: list[str]) -> dic
 
 def compare_strategies(loaded: LoadedModel, options: ExportOptions | None = None) -> list[StrategyComparison]:
     """Export with each strategy in turn and measure its tags against PyTorch's records of the same graph."""
-    import onnx
-
     options = options or ExportOptions()
     chain = strategy_chain(options.strategies)
     inputs = example_inputs(loaded, options.input_specs)
@@ -67,7 +66,7 @@ def compare_strategies(loaded: LoadedModel, options: ExportOptions | None = None
             except ModelExportError as error:
                 comparisons.append(StrategyComparison(info.name, "failed", str(error)))
                 continue
-            model = onnx.load(str(onnx_path), load_external_data=False)
+            model = load_graph(onnx_path)
             node_tags = node_tags_from_result(model, result, tags)
             reference = reference_modules(model, result.exporter, module_names)
             known = {node: module for node, module in reference.items() if module is not None}

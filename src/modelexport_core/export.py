@@ -17,6 +17,7 @@ from .exporters import first_line
 from .graph import fill_missing_modules, node_key
 from .inputs import inputs_from_config, inputs_from_spec, inputs_from_tokenizer
 from .models import LoadedModel
+from .onnx_file import check_graph, load_graph, save_nodes
 from .options import resolve_options
 from .plugins import StrategyInfo, get_strategies, get_strategy
 from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
@@ -233,15 +234,16 @@ def _write_outputs(
     started: float,
 ) -> ExportReport:
     """Tag the ONNX file in the work folder, check and verify it, then move it and its sidecar into place."""
-    import onnx
-
     progress("writing tags")
-    model = onnx.load(str(onnx_path), load_external_data=False)
+    # the graph alone is read and written back: weights stay in the file, copied byte for byte
+    model = load_graph(onnx_path)
     node_tags = node_tags_from_result(model, result, tags)
     write_tags(model, node_tags, doc_string=options.doc_string, strategy=strategy)
-    onnx.save(model, str(onnx_path))
     progress("checking the model")
-    onnx.checker.check_model(str(onnx_path))
+    check_graph(model, onnx_path)
+    tagged = onnx_path.with_name(f".{onnx_path.name}.tagged")
+    save_nodes(model, onnx_path, tagged)
+    os.replace(tagged, onnx_path)
     verification = None
     if options.verify:
         progress("verifying with onnxruntime")

@@ -1,0 +1,255 @@
+"""An ONNX file's graph without its weights: read it, and write its nodes back with the weights untouched.
+
+Tags change node metadata only, yet ``onnx.load`` parses every weight and ``onnx.save``
+serializes them again; on a 440 MB model that is most of the cost of tagging, and twice
+the model's size in memory. Here the file is read at the protobuf wire level: the graph's
+nodes, inputs, outputs and the other small fields are parsed, each initializer becomes a
+stub (name, type and shape, its data left in the file), and writing back splices the new
+nodes between the untouched bytes of everything else, copied file to file by the kernel.
+Files with external data (over 2 GB) work the same way: their initializers are stubs already.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, Iterator
+
+if TYPE_CHECKING:
+    import onnx
+
+_MODEL_GRAPH = 7
+_GRAPH_NODE = 1
+_GRAPH_INITIALIZER = 5
+_TENSOR_DATA_FIELDS = frozenset({4, 5, 6, 7, 9, 10, 11})  # float, int32, string, int64, raw, double, uint64
+_TENSOR_EXTERNAL_DATA = 13
+_TENSOR_DATA_LOCATION = 14
+_LENGTH_DELIMITED = 2
+_WINDOW = 1 << 16
+
+@dataclass(frozen=True)
+class _Field:
+    """One protobuf field of a message in the file: its number, and where its tag and value lie."""
+
+    number: int
+    start: int  # offset of the field's tag
+    value_start: int  # offset of its value (after the length prefix for length-delimited fields)
+    end: int
+
+
+class _Reader:
+    """Random reads of small spans of a file through a window, so skipping large fields costs nothing."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.base = 0
+        self.buffer = b""
+
+    def read(self, offset: int, size: int) -> bytes:
+        if not (self.base <= offset and offset + size <= self.base + len(self.buffer)):
+            self.stream.seek(offset)
+            self.buffer = self.stream.read(max(size, _WINDOW))
+            self.base = offset
+        start = offset - self.base
+        return self.buffer[start:start + size]
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = data[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, position
+        shift += 7
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _fields(reader: _Reader, start: int, end: int) -> Iterator[_Field]:
+    """The fields of the message stored in ``[start, end)`` of the file, in file order."""
+    position = start
+    while position < end:
+        header = reader.read(position, min(20, end - position))
+        key, after = _varint(header, 0)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, after = _varint(header, after)
+            value_start = field_end = position + after
+        elif wire == 1:
+            value_start, field_end = position + after, position + after + 8
+        elif wire == 5:
+            value_start, field_end = position + after, position + after + 4
+        elif wire == _LENGTH_DELIMITED:
+            length, after = _varint(header, after)
+            value_start = position + after
+            field_end = value_start + length
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire} at offset {position}")
+        if field_end > end:
+            raise ValueError(f"truncated protobuf field at offset {position}")
+        yield _Field(number, position, value_start, field_end)
+        position = field_end
+
+
+def _graph_field(reader: _Reader, size: int) -> _Field:
+    graphs = [f for f in _fields(reader, 0, size) if f.number == _MODEL_GRAPH]
+    if len(graphs) != 1:
+        raise ValueError("not an ONNX model with one graph")
+    return graphs[0]
+
+
+def _stub_tensor(reader: _Reader, tensor: _Field, file_name: str) -> bytes:
+    """An initializer without its data: every other field kept, its inline data referred to as external data.
+
+    The reference (``location`` the file itself, ``offset``, ``length``) is exact for the
+    file as read, so the stub model saved beside it is a complete model.
+    """
+    parts = []
+    external = False
+    data: _Field | None = None
+    for field in _fields(reader, tensor.value_start, tensor.end):
+        if field.number in _TENSOR_DATA_FIELDS:
+            data = field
+            continue
+        external |= field.number == _TENSOR_DATA_LOCATION
+        parts.append(reader.read(field.start, field.end - field.start))
+    if not external:
+        import onnx
+
+        entry = onnx.StringStringEntryProto(key="location", value=file_name)
+        parts.append(_encode_varint(_TENSOR_EXTERNAL_DATA << 3 | _LENGTH_DELIMITED)
+                     + _encode_varint(entry.ByteSize()) + entry.SerializeToString())
+        if data is not None:
+            for key, value in (("offset", data.value_start), ("length", data.end - data.value_start)):
+                entry = onnx.StringStringEntryProto(key=key, value=str(value))
+                parts.append(_encode_varint(_TENSOR_EXTERNAL_DATA << 3 | _LENGTH_DELIMITED)
+                             + _encode_varint(entry.ByteSize()) + entry.SerializeToString())
+        parts.append(_encode_varint(_TENSOR_DATA_LOCATION << 3) + _encode_varint(onnx.TensorProto.EXTERNAL))
+    body = b"".join(parts)
+    return _encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED) + _encode_varint(len(body)) + body
+
+
+def load_graph(path: Path) -> "onnx.ModelProto":
+    """The model in ``path`` with every initializer a stub: its nodes, inputs, outputs and metadata, no weights.
+
+    Nodes are read as they are (a ``Constant`` node keeps its value). Use it to read or
+    tag the graph; :func:`save_nodes` writes tagged nodes back beside the original weights,
+    :func:`check_graph` runs the ONNX checker on it.
+    """
+    import onnx
+
+    size = os.path.getsize(path)
+    with open(path, "rb") as stream:
+        reader = _Reader(stream)
+        graph = _graph_field(reader, size)
+        graph_parts = []
+        for field in _fields(reader, graph.value_start, graph.end):
+            if field.number == _GRAPH_INITIALIZER:
+                graph_parts.append(_stub_tensor(reader, field, Path(path).name))
+            else:
+                graph_parts.append(reader.read(field.start, field.end - field.start))
+        graph_bytes = b"".join(graph_parts)
+        head = reader.read(0, graph.start) if graph.start else b""
+        stream.seek(graph.end)
+        tail = stream.read()
+    model = onnx.ModelProto()
+    model.ParseFromString(
+        head + _encode_varint(_MODEL_GRAPH << 3 | _LENGTH_DELIMITED) + _encode_varint(len(graph_bytes)) + graph_bytes + tail
+    )
+    return model
+
+
+def _write_all(target: BinaryIO, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[target.write(view):]
+
+
+def _copy_range(source: BinaryIO, target: BinaryIO, start: int, end: int) -> None:
+    """Copy ``[start, end)`` of ``source`` to the end of ``target`` (unbuffered) in the kernel when it can."""
+    remaining = end - start
+    offset = start
+    while remaining:
+        try:
+            copied = os.copy_file_range(source.fileno(), target.fileno(), remaining, offset)
+        except (AttributeError, OSError):
+            copied = 0
+        if not copied:  # no copy_file_range here: through a small buffer
+            source.seek(offset)
+            chunk = source.read(min(remaining, 1 << 20))
+            _write_all(target, chunk)
+            copied = len(chunk)
+        offset += copied
+        remaining -= copied
+
+
+def save_nodes(model: "onnx.ModelProto", source: Path, target: Path) -> None:
+    """Write ``source`` to ``target`` with its graph's nodes replaced by ``model``'s, everything else as it was.
+
+    ``model`` is ``source`` read with :func:`load_graph`, its nodes edited in place (same
+    number, same order); weights, inputs, outputs and every other field are copied byte for byte.
+    """
+    size = os.path.getsize(source)
+    with open(source, "rb") as stream, open(target, "wb", buffering=0) as out:
+        reader = _Reader(stream)
+        graph = _graph_field(reader, size)
+        fields = list(_fields(reader, graph.value_start, graph.end))
+        node_fields = [f for f in fields if f.number == _GRAPH_NODE]
+        if len(node_fields) != len(model.graph.node):
+            raise ValueError(f"{source} has {len(node_fields)} nodes, the tagged graph {len(model.graph.node)}")
+        node_key = _encode_varint(_GRAPH_NODE << 3 | _LENGTH_DELIMITED)
+        nodes = iter(model.graph.node)
+        pieces: list[bytes | tuple[int, int]] = []  # new bytes, or a span of the source to copy
+        for field in fields:
+            if field.number == _GRAPH_NODE:
+                body = next(nodes).SerializeToString()
+                pieces.append(node_key + _encode_varint(len(body)) + body)
+            else:
+                pieces.append((field.start, field.end))
+        graph_size = sum(len(p) if isinstance(p, bytes) else p[1] - p[0] for p in pieces)
+        _copy_range(stream, out, 0, graph.start)
+        _write_all(out, _encode_varint(_MODEL_GRAPH << 3 | _LENGTH_DELIMITED) + _encode_varint(graph_size))
+        pending = bytearray()
+        for piece in pieces:
+            if isinstance(piece, bytes):
+                pending += piece
+                continue
+            start, end = piece
+            if end - start < _WINDOW:
+                pending += reader.read(start, end - start)
+                continue
+            _write_all(out, pending)
+            pending.clear()
+            _copy_range(stream, out, start, end)
+        _write_all(out, pending)
+        _copy_range(stream, out, graph.end, size)
+
+
+def check_graph(model: "onnx.ModelProto", source: Path) -> None:
+    """The ONNX checker on ``model`` (read from ``source`` with :func:`load_graph`), without reading weights.
+
+    The stub model is written beside ``source`` for the checker, whose external-data checks
+    then find the weights where they are, and removed again.
+    """
+    import onnx
+
+    source = Path(source)
+    stub = source.with_name(f".{source.name}.graph-check")
+    try:
+        onnx.save(model, str(stub))
+        onnx.checker.check_model(str(stub))
+    finally:
+        stub.unlink(missing_ok=True)
