@@ -102,11 +102,17 @@ def node_tags_from_result(
     """Tag of every node from a strategy's module names; nodes the strategy missed get their neighbours'."""
     node_modules = fill_missing_modules(model.graph, result.node_modules)
     node_tags = {}
+    by_module: dict[str, NodeTag] = {}  # a graph has far fewer modules than nodes
     for name, qualname in node_modules.items():
-        kept = tags.kept_module(qualname)
-        primary = tags.tag_of(kept)
-        also = tuple(dict.fromkeys(t for q in result.also.get(name, []) if (t := tags.tag_of(q)) != primary))
-        node_tags[name] = NodeTag(primary, kept, also)
+        tag = by_module.get(qualname)
+        if tag is None:
+            kept = tags.kept_module(qualname)
+            tag = by_module[qualname] = NodeTag(tags.tag_of(kept), kept)
+        others = result.also.get(name)
+        if others:
+            also = tuple(dict.fromkeys(t for q in others if (t := tags.tag_of(q)) != tag.tag))
+            tag = NodeTag(tag.tag, tag.module, also) if also else tag
+        node_tags[name] = tag
     return node_tags
 
 
@@ -124,11 +130,12 @@ def _sidecar_document(
 ) -> dict[str, Any]:
     nodes = {}
     for i, node in enumerate(model.graph.node):
-        tag = node_tags[node_key(node, i)]
+        key = node_key(node, i)
+        tag = node_tags[key]
         entry: dict[str, Any] = {"tag": tag.tag, "module": tag.module, "op_type": node.op_type}
         if tag.also:
             entry["also"] = list(tag.also)
-        nodes[node_key(node, i)] = entry
+        nodes[key] = entry
     modules = {
         qualname: {"tag": tags.tag_of(qualname), "class": record.class_name, "kept": qualname == tags.kept_module(qualname)}
         for qualname, record in tags.records.items()

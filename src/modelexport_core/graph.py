@@ -66,6 +66,9 @@ def fill_missing_modules(graph: "onnx.GraphProto", node_modules: dict[str, str])
     root. Consumers are preferred because constants and shape arithmetic exist to serve
     the node that reads them. Returns a new mapping with every node of ``graph``.
     """
+    keys = [node.name or f"{node.op_type}#{i}" for i, node in enumerate(graph.node)]
+    if all(key in node_modules for key in keys):  # the usual case: nothing to fill, no index to build
+        return {key: node_modules[key] for key in keys}
     index = GraphIndex.of(graph)
     result = {key: node_modules[key] for key in index.keys if key in node_modules}
     missing = [i for i, key in enumerate(index.keys) if key not in result]

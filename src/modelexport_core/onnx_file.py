@@ -12,9 +12,9 @@ Files with external data (over 2 GB) work the same way: their initializers are s
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, NamedTuple
 
 if TYPE_CHECKING:
     import onnx
@@ -23,13 +23,13 @@ _MODEL_GRAPH = 7
 _GRAPH_NODE = 1
 _GRAPH_INITIALIZER = 5
 _TENSOR_DATA_FIELDS = frozenset({4, 5, 6, 7, 9, 10, 11})  # float, int32, string, int64, raw, double, uint64
+_TENSOR_RAW_DATA = 9
 _TENSOR_EXTERNAL_DATA = 13
 _TENSOR_DATA_LOCATION = 14
 _LENGTH_DELIMITED = 2
 _WINDOW = 1 << 16
 
-@dataclass(frozen=True)
-class _Field:
+class _Field(NamedTuple):
     """One protobuf field of a message in the file: its number, and where its tag and value lie."""
 
     number: int
@@ -47,12 +47,16 @@ class _Reader:
         self.buffer = b""
 
     def read(self, offset: int, size: int) -> bytes:
-        if not (self.base <= offset and offset + size <= self.base + len(self.buffer)):
-            self.stream.seek(offset)
-            self.buffer = self.stream.read(max(size, _WINDOW))
-            self.base = offset
         start = offset - self.base
+        if start < 0 or start + size > len(self.buffer):
+            self._load(offset, size)
+            start = 0
         return self.buffer[start:start + size]
+
+    def _load(self, offset: int, size: int) -> None:
+        self.stream.seek(offset)
+        self.buffer = self.stream.read(max(size, _WINDOW))
+        self.base = offset
 
 
 def _varint(data: bytes, position: int) -> tuple[int, int]:
@@ -82,20 +86,26 @@ def _fields(reader: _Reader, start: int, end: int) -> Iterator[_Field]:
     """The fields of the message stored in ``[start, end)`` of the file, in file order."""
     position = start
     while position < end:
-        header = reader.read(position, min(20, end - position))
-        key, after = _varint(header, 0)
+        relative = position - reader.base
+        if relative < 0 or relative + 20 > len(reader.buffer):
+            reader._load(position, min(20, end - position))
+            relative = 0
+        header = reader.buffer
+        key, after = _varint(header, relative)
         number, wire = key >> 3, key & 7
-        if wire == 0:
-            _, after = _varint(header, after)
-            value_start = field_end = position + after
-        elif wire == 1:
-            value_start, field_end = position + after, position + after + 8
-        elif wire == 5:
-            value_start, field_end = position + after, position + after + 4
-        elif wire == _LENGTH_DELIMITED:
+        if wire == _LENGTH_DELIMITED:
             length, after = _varint(header, after)
-            value_start = position + after
+            value_start = position + after - relative
             field_end = value_start + length
+        elif wire == 0:
+            _, after = _varint(header, after)
+            value_start = field_end = position + after - relative
+        elif wire == 1:
+            value_start = position + after - relative
+            field_end = value_start + 8
+        elif wire == 5:
+            value_start = position + after - relative
+            field_end = value_start + 4
         else:
             raise ValueError(f"unsupported protobuf wire type {wire} at offset {position}")
         if field_end > end:
@@ -196,6 +206,15 @@ def _copy_range(source: BinaryIO, target: BinaryIO, start: int, end: int) -> Non
         remaining -= copied
 
 
+def _node_block(model: "onnx.ModelProto") -> bytes:
+    """Every node of the graph as the bytes of repeated field ``node``, serialized in one call."""
+    import onnx
+
+    nodes_only = onnx.GraphProto()
+    nodes_only.node.extend(model.graph.node)
+    return nodes_only.SerializeToString()
+
+
 def save_nodes(model: "onnx.ModelProto", source: Path, target: Path) -> None:
     """Write ``source`` to ``target`` with its graph's nodes replaced by ``model``'s, everything else as it was.
 
@@ -207,18 +226,24 @@ def save_nodes(model: "onnx.ModelProto", source: Path, target: Path) -> None:
         reader = _Reader(stream)
         graph = _graph_field(reader, size)
         fields = list(_fields(reader, graph.value_start, graph.end))
-        node_fields = [f for f in fields if f.number == _GRAPH_NODE]
-        if len(node_fields) != len(model.graph.node):
-            raise ValueError(f"{source} has {len(node_fields)} nodes, the tagged graph {len(model.graph.node)}")
-        node_key = _encode_varint(_GRAPH_NODE << 3 | _LENGTH_DELIMITED)
-        nodes = iter(model.graph.node)
+        node_positions = [i for i, f in enumerate(fields) if f.number == _GRAPH_NODE]
+        if len(node_positions) != len(model.graph.node):
+            raise ValueError(f"{source} has {len(node_positions)} nodes, the tagged graph {len(model.graph.node)}")
         pieces: list[bytes | tuple[int, int]] = []  # new bytes, or a span of the source to copy
-        for field in fields:
-            if field.number == _GRAPH_NODE:
-                body = next(nodes).SerializeToString()
-                pieces.append(node_key + _encode_varint(len(body)) + body)
-            else:
-                pieces.append((field.start, field.end))
+        if node_positions and node_positions[-1] - node_positions[0] + 1 == len(node_positions):
+            # the usual layout, nodes side by side: the new ones go where the old ones were, in one piece
+            first, last = node_positions[0], node_positions[-1]
+            pieces = [(f.start, f.end) for f in fields[:first]] + [_node_block(model)]
+            pieces += [(f.start, f.end) for f in fields[last + 1:]]
+        else:
+            node_key = _encode_varint(_GRAPH_NODE << 3 | _LENGTH_DELIMITED)
+            nodes = iter(model.graph.node)
+            for field in fields:
+                if field.number == _GRAPH_NODE:
+                    body = next(nodes).SerializeToString()
+                    pieces.append(node_key + _encode_varint(len(body)) + body)
+                else:
+                    pieces.append((field.start, field.end))
         graph_size = sum(len(p) if isinstance(p, bytes) else p[1] - p[0] for p in pieces)
         _copy_range(stream, out, 0, graph.start)
         _write_all(out, _encode_varint(_MODEL_GRAPH << 3 | _LENGTH_DELIMITED) + _encode_varint(graph_size))
@@ -249,7 +274,47 @@ def check_graph(model: "onnx.ModelProto", source: Path) -> None:
     source = Path(source)
     stub = source.with_name(f".{source.name}.graph-check")
     try:
-        onnx.save(model, str(stub))
+        stub.write_bytes(model.SerializeToString())  # onnx.save would walk every tensor for external data
         onnx.checker.check_model(str(stub))
     finally:
         stub.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class StreamedTensor:
+    """An initializer to write inline without building its TensorProto: its header and how to write its data."""
+
+    header: "onnx.TensorProto"  # name, type, shape; no data
+    nbytes: int
+    write_data: Callable[[BinaryIO], object]  # writes exactly ``nbytes`` raw (little-endian) bytes
+
+
+def save_with_initializers(model: "onnx.ModelProto", tensors: list[StreamedTensor], target: Path) -> None:
+    """Write ``model`` (no initializers of its own) with ``tensors`` as inline initializers, one at a time.
+
+    ``onnx.save`` of a model with weights holds them twice more (TensorProtos, then the
+    serialized string); this writes each tensor's bytes straight from where they are.
+    """
+    import io
+
+    data = model.SerializeToString()
+    reader = _Reader(io.BytesIO(data))
+    graph = _graph_field(reader, len(data))
+    raw_key = _encode_varint(_TENSOR_RAW_DATA << 3 | _LENGTH_DELIMITED)
+    initializer_key = _encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED)
+    prefixes = []
+    for tensor in tensors:
+        header = tensor.header.SerializeToString() + raw_key + _encode_varint(tensor.nbytes)
+        prefixes.append(initializer_key + _encode_varint(len(header) + tensor.nbytes) + header)
+    graph_size = graph.end - graph.value_start + sum(len(p) for p in prefixes) + sum(t.nbytes for t in tensors)
+    with open(target, "wb") as out:
+        out.write(data[:graph.start])
+        out.write(_encode_varint(_MODEL_GRAPH << 3 | _LENGTH_DELIMITED) + _encode_varint(graph_size))
+        out.write(data[graph.value_start:graph.end])
+        for prefix, tensor in zip(prefixes, tensors):
+            out.write(prefix)
+            before = out.tell()
+            tensor.write_data(out)
+            if out.tell() - before != tensor.nbytes:
+                raise ValueError(f"tensor {tensor.header.name!r} wrote {out.tell() - before} bytes, not {tensor.nbytes}")
+        out.write(data[graph.end:])
