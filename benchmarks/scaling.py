@@ -44,9 +44,11 @@ def _timed_exporter():
 def core_tagging(ctx, loaded, onnx_path: Path, result, strategy: str, tags) -> dict[str, float]:
     """The core's tagging of an exported file, as ``export`` does it, each step timed."""
     import os
+    from dataclasses import replace
 
-    from modelexport_core.export import ExportOptions, _sidecar_document, node_tags_from_result
-    from modelexport_core.onnx_file import check_graph, load_graph, save_nodes
+    from modelexport_core.export import ExportOptions, ExportRun, TaggedFile, _sidecar_document, node_tags_from_result
+    from modelexport_core.graph import strip_wrapper_names
+    from modelexport_core.onnx_file import check_graph, load_graph, save_graph
     from modelexport_core.sidecar import Attempt, sidecar_path, write_sidecar
     from modelexport_core.writer import write_tags
 
@@ -61,19 +63,21 @@ def core_tagging(ctx, loaded, onnx_path: Path, result, strategy: str, tags) -> d
 
     model = load_graph(onnx_path)
     lap("read_graph")
+    renamed = strip_wrapper_names(model.graph)
+    result = replace(result, node_modules={renamed.get(n, n): m for n, m in result.node_modules.items()})
     node_tags = node_tags_from_result(model, result, tags)
     lap("node_tags")
     write_tags(model, node_tags, strategy=strategy)
     lap("write_tags")
     check_graph(model, onnx_path)
     lap("checker")
-    tagged = onnx_path.with_name(f"tagged-{onnx_path.name}")
-    save_nodes(model, onnx_path, tagged)
-    os.replace(tagged, onnx_path)
+    tagged_path = onnx_path.with_name(f"tagged-{onnx_path.name}")
+    save_graph(model, onnx_path, tagged_path)
+    os.replace(tagged_path, onnx_path)
     lap("write_file")
-    document = _sidecar_document(ctx, loaded, model, node_tags, tags, result, strategy,
-                                 [Attempt(strategy, "ok")], ExportOptions(verify=False), None)
-    write_sidecar(document, sidecar_path(onnx_path))
+    run = ExportRun(loaded, ctx, tags, ExportOptions(verify=False), onnx_path, onnx_path.parent)
+    tagged = TaggedFile(strategy, result, ctx, onnx_path, model, node_tags)
+    write_sidecar(_sidecar_document(run, tagged, [Attempt(strategy, "ok")]), sidecar_path(onnx_path))
     lap("sidecar")
     steps["nodes"] = len(model.graph.node)
     return steps
@@ -213,7 +217,7 @@ def main() -> int:
         f"Measured {today()} on {machine()}; load average {load_before} before, LOAD_AFTER after.",
         f"Command: `{command_line()}`. Model: `benchmarks/bench_models.py:scaled_bert` (hidden 64, sequence 32),",
         "each depth in its own process. *attribution* is the strategy's own work after the exporter;",
-        "*core* is reading the graph, node tags, tag writing, the checker, writing the file back and the",
+        "*core* is reading the graph, renaming and node tags, tag writing, the checker, writing the file back and the",
         "sidecar; *core MB* is the peak of Python allocations (tracemalloc) during the core's part.",
         "",
         "| strategy | layers | nodes | exporter s | attribution s | core s | core MB | µs per node (attribution + core) |",

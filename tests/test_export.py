@@ -43,7 +43,7 @@ def test_every_node_has_a_tag_and_module_that_agree_with_the_tree(bert_export):
 def test_query_matmul_is_tagged_with_its_self_attention_layer(bert_export):
     _, report = bert_export
     model = onnx.load(str(report.onnx_path))
-    node = next(n for n in model.graph.node if n.name == "/model/encoder/layer.1/attention/self/query/MatMul")
+    node = next(n for n in model.graph.node if n.name == "/encoder/layer.1/attention/self/query/MatMul")
     assert _props(node)[TAG_KEY] == "/BertModel/BertEncoder/BertLayer.1/BertAttention/BertSelfAttention"
     assert _props(node)[MODULE_KEY] == "encoder.layer.1.attention.self"
 
@@ -61,20 +61,43 @@ def test_doc_string_carries_the_seed_json(bert_export):
 def test_tagging_changes_no_name_topology_or_value(bert_export, tmp_path):
     import torch
 
-    loaded, report = bert_export
-    tagged = onnx.load(str(report.onnx_path))
     from modelexport_core.context import make_context
     from modelexport_core.inputs import inputs_from_config
 
+    loaded, report = bert_export
+    tagged = onnx.load(str(report.onnx_path))
     ctx = make_context(loaded.model, inputs_from_config(loaded.model))
     plain_path = tmp_path / "plain.onnx"
     torch.onnx.export(ctx.module, ctx.args, str(plain_path), input_names=ctx.input_names,
                       output_names=ctx.output_names, dynamic_axes=ctx.dynamic_axes, opset_version=17, dynamo=False)
     plain = onnx.load(str(plain_path))
-    assert [(n.name, n.op_type, list(n.input), list(n.output)) for n in plain.graph.node] == [
+
+    def unwrapped(name):  # the export wrapper's attribute is not part of the user's names
+        return "/" + name[len("/model/"):] if name.startswith("/model/") else name.removeprefix("model.")
+
+    assert [(unwrapped(n.name), n.op_type, [unwrapped(v) for v in n.input], [unwrapped(v) for v in n.output])
+            for n in plain.graph.node] == [
         (n.name, n.op_type, list(n.input), list(n.output)) for n in tagged.graph.node
     ]
-    assert {i.name for i in plain.graph.initializer} == {i.name for i in tagged.graph.initializer}
+    assert {unwrapped(i.name) for i in plain.graph.initializer} == {i.name for i in tagged.graph.initializer}
+
+
+def test_node_and_weight_names_match_a_plain_export_of_the_users_model(tmp_path):
+    import torch
+
+    from modelexport_core.models import LoadedModel
+    from modelexport_core.testing import HARD_CASES
+
+    model, inputs = HARD_CASES["stacked_blocks"]()
+    report = export_model(LoadedModel(model, "stacked_blocks", "factory", inputs=inputs), tmp_path / "m.onnx",
+                          ExportOptions(strategies=["builtin_tracking"], verify=False))
+    plain_path = tmp_path / "plain.onnx"
+    torch.onnx.export(model, tuple(inputs.values()), str(plain_path), input_names=list(inputs),
+                      dynamic_axes={name: {0: "batch"} for name in inputs}, opset_version=17, dynamo=False)
+    plain, tagged = onnx.load(str(plain_path)), onnx.load(str(report.onnx_path))
+    assert [n.name for n in tagged.graph.node] == [n.name for n in plain.graph.node]
+    assert any(n.name.startswith("/blocks.1/") for n in tagged.graph.node)
+    assert [i.name for i in tagged.graph.initializer] == [i.name for i in plain.graph.initializer]
 
 
 def test_sidecar_follows_the_schema_and_lists_every_node(bert_export):
@@ -131,7 +154,7 @@ def test_torch_module_option_keeps_torch_nn_in_tags(tmp_path):
         ExportOptions(strategies=["builtin_tracking"], keep_torch_modules=True, verify=False),
     )
     model = onnx.load(str(report.onnx_path))
-    node = next(n for n in model.graph.node if n.name == "/model/encoder/layer.0/attention/self/query/MatMul")
+    node = next(n for n in model.graph.node if n.name == "/encoder/layer.0/attention/self/query/MatMul")
     assert _props(node)[TAG_KEY].endswith("/BertSelfAttention/Linear.query")
     assert _props(node)[MODULE_KEY] == "encoder.layer.0.attention.self.query"
 

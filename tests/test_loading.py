@@ -10,7 +10,7 @@ import torch
 from modelexport_core.context import make_context
 from modelexport_core.errors import InputSpecError, ModelLoadError
 from modelexport_core.export import example_inputs
-from modelexport_core.inputs import inputs_from_config, inputs_from_spec
+from modelexport_core.inputs import inputs_from_config, read_input_specs
 from modelexport_core.models import load_model
 from modelexport_core.presets import PRESETS
 
@@ -46,7 +46,7 @@ def factory_file(tmp_path):
 def test_factory_with_positional_inputs(factory_file):
     loaded = load_model(f"{factory_file}:with_tuple")
     ctx = make_context(loaded.model, loaded.inputs, by_keyword=loaded.by_keyword)
-    assert ctx.input_names == ["input_0", "input_1"]
+    assert ctx.input_names == ["x", "y"]  # named after forward's parameters
     assert ctx.module(*ctx.args)[0].shape == (2, 3)
 
 
@@ -78,10 +78,10 @@ def test_input_specs_errors_are_clear(tmp_path):
     spec = tmp_path / "bad.json"
     spec.write_text(json.dumps({"x": {"shape": [2], "dtype": "complex256"}}))
     with pytest.raises(InputSpecError, match="unknown dtype"):
-        inputs_from_spec(spec)
+        read_input_specs(spec)
     spec.write_text("{not json")
     with pytest.raises(InputSpecError, match="cannot read"):
-        inputs_from_spec(spec)
+        read_input_specs(spec)
 
 
 def test_missing_factory_attribute(factory_file):

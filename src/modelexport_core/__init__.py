@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+__version__ = "0.1.0"
+
+from .api import export_module
 from .context import make_context
 from .errors import ModelExportError
 from .hookspecs import hookimpl, hookspec
@@ -16,7 +19,6 @@ from .strategy import (
 )
 from .tags import HierarchyTags
 
-__version__ = "0.1.0"
 
 __all__ = [
     "ExportContext",
@@ -29,6 +31,7 @@ __all__ = [
     "TaggingResult",
     "TaggingStrategy",
     "__version__",
+    "export_module",
     "get_strategies",
     "get_strategy",
     "hookimpl",

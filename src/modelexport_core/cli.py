@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Iterator, List, Optional
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.table import Table
 
-from .errors import ModelExportError
+from .errors import AllStrategiesFailedError, ModelExportError
 from .exporters import first_line
 from .plugins import PluginLoadWarning
 
@@ -28,14 +29,21 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
 def _fail(message: str, code: int = 1) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print("[bold red]error:[/] " + _escape(message), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
 @contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn library errors into one line on stderr and a non-zero exit; plugin warnings into lines."""
+def _user_errors(verbose: bool = False) -> Iterator[None]:
+    """Turn library errors into one line on stderr (a line per attempt for a failed chain) and a
+    non-zero exit; plugin warnings into lines. ``verbose`` adds each attempt's whole message."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore")
         warnings.simplefilter("always", PluginLoadWarning)
@@ -43,6 +51,17 @@ def _user_errors() -> Iterator[None]:
             yield
         except ModelExportError as error:
             _flush_warnings(caught)
+            attempts = getattr(error, "attempts", [])
+            if verbose:
+                _print_details(attempts)
+            if isinstance(error, AllStrategiesFailedError) and len(attempts) > 1:
+                # one line per attempt and nothing more, the first saying that the whole chain failed
+                for i, attempt in enumerate(attempts[:-1]):
+                    lead = "every strategy failed; " if i == 0 else ""
+                    err_console.print("[bold red]error:[/] " + _escape(f"{lead}{attempt.strategy} {attempt.status}: "
+                                      f"{attempt.reason}"), highlight=False, soft_wrap=True)
+                last = attempts[-1]
+                _fail(f"{last.strategy} {last.status}: {last.reason}")
             _fail(str(error))
         except KeyboardInterrupt:
             _fail("interrupted; nothing was written", 130)
@@ -61,17 +80,32 @@ def _flush_warnings(caught: list[warnings.WarningMessage]) -> None:
             err_console.print(f"[yellow]warning:[/] {warning.message}", highlight=False, soft_wrap=True)
 
 
-def _quiet_libraries() -> None:
-    """Keep library chatter (torch.onnx's registry notes, transformers' hints) off the user's screen."""
+def _quiet_libraries(verbose: bool = False) -> None:
+    """Keep library chatter (torch's log lines, transformers' hints and progress bars) off the user's
+    screen, unless ``--verbose``."""
     import logging
 
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    if verbose:
+        return
+    for name in ("torch", "torch.onnx", "torch._export", "torch.export", "onnxscript", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TORCH_LOGS", "-all")
     try:
         import transformers
 
         transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
     except ImportError:
         pass
+
+
+def _print_details(attempts: list) -> None:
+    """Each failed attempt's whole message (the exporter's own), for ``--verbose``."""
+    for attempt in attempts:
+        if attempt.status != "ok" and (attempt.detail or attempt.reason):
+            err_console.rule(f"{attempt.strategy} {attempt.status}", style="dim")
+            err_console.print(attempt.detail or attempt.reason, highlight=False, markup=False, soft_wrap=True)
 
 
 @contextmanager
@@ -92,14 +126,23 @@ def _split_strategies(value: Optional[str]) -> Optional[list[str]]:
     return [name.strip() for name in value.split(",") if name.strip()]
 
 
-def _print_report(report, as_json: bool) -> None:
+def _warn(message: str) -> None:
+    err_console.print("[yellow]warning:[/] " + _escape(message), highlight=False, soft_wrap=True)
+
+
+def _print_report(report, as_json: bool, verbose: bool = False) -> None:
     """The summary of an export or tagging run: one table for people, one JSON line for scripts."""
+    if verbose:
+        _print_details(report.attempts)
     for attempt in report.attempts:
         if attempt.status != "ok":
-            err_console.print(
-                f"[yellow]warning:[/] strategy {attempt.strategy} {attempt.status}: {attempt.reason}",
-                highlight=False, soft_wrap=True,
-            )
+            _warn(f"strategy {attempt.strategy} {attempt.status}: {attempt.reason}")
+    for note in report.notes:
+        _warn(note)
+    if report.verification is not None and report.verification.skipped:
+        _warn(f"not verified: {report.verification.skipped}")
+    for note in report.verification.notes if report.verification is not None else ():
+        _warn(note)
     attempted = [a.strategy for a in report.attempts]
     if as_json:
         print(json.dumps({
@@ -107,12 +150,14 @@ def _print_report(report, as_json: bool) -> None:
             "sidecar": str(report.sidecar_path),
             "strategy": report.strategy,
             "attempted": attempted,
+            "attempts": [{**a.record(), "seconds": a.seconds} for a in report.attempts],
             "nodes": report.node_count,
             "coverage": report.coverage,
             "modules": report.module_count,
             "distinct_tags": report.tag_count,
             "seconds": round(report.seconds, 2),
             "max_abs_diff": None if report.verification is None else report.verification.max_abs_diff,
+            "notes": report.notes,
         }))
         return
     table = Table(show_header=False, box=None, pad_edge=False)
@@ -120,7 +165,9 @@ def _print_report(report, as_json: bool) -> None:
     table.add_row("strategy", report.strategy + (f"  (tried {', '.join(attempted)})" if len(attempted) > 1 else ""))
     table.add_row("nodes", f"{report.node_count}, {report.coverage:.0%} tagged with {report.tag_count} distinct tags")
     table.add_row("modules", str(report.module_count))
-    if report.verification is not None:
+    if report.verification is not None and report.verification.skipped:
+        table.add_row("verified", "no (see the warning above)")
+    elif report.verification is not None:
         shapes = len(report.verification.checks)
         table.add_row("verified", f"max abs diff {report.verification.max_abs_diff:.2e} over {shapes} input shape(s)")
     table.add_row("time", f"{report.seconds:.1f} s")
@@ -141,15 +188,16 @@ def export(
     static: bool = typer.Option(False, "--static", help="Fixed input shapes (default: dynamic batch and sequence)"),
     strategy_option: List[str] = typer.Option([], "--option", "-O", help="Strategy option STRATEGY.NAME=VALUE (see `modelexport strategies`)"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show each failed attempt's whole message and library logs"),
 ) -> None:
     """Export MODEL to OUTPUT with every node tagged, and write OUTPUT's .hierarchy.json sidecar."""
-    from .export import ExportOptions, export_model
+    from .export import ExportOptions, check_before_loading, export_model
     from .models import load_model
     from .options import parse_assignments
     from .progress import progress_display
 
-    with _user_errors():
-        _quiet_libraries()
+    with _user_errors(verbose):
+        _quiet_libraries(verbose)
         options = ExportOptions(
             strategies=_split_strategies(strategy),
             keep_torch_modules=torch_module,
@@ -161,11 +209,12 @@ def export(
             input_specs=input_specs,
             strategy_options=parse_assignments(strategy_option),
         )
+        check_before_loading(output, options)
         with progress_display(err_console, enabled=not as_json) as progress, _stdout_kept_for(as_json):
             progress(f"loading {model}")
             loaded = load_model(model)
             report = export_model(loaded, output, options, progress)
-        _print_report(report, as_json)
+        _print_report(report, as_json, verbose)
 
 
 def _option_value(value: object) -> str:
@@ -188,6 +237,7 @@ def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON
                 "version": info.version,
                 "description": info.strategy.description,
                 "requires": info.strategy.requires,
+                "tags_existing_files": info.can_tag_existing,
                 "options": [
                     {"name": o.name, "type": o.type.__name__, "default": o.default, "help": o.help}
                     for o in info.strategy.options
@@ -210,6 +260,8 @@ def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON
             console.print(f"  {row['description']}", highlight=False)
             if row["requires"]:
                 console.print(f"  [dim]needs:[/] {row['requires']}", highlight=False)
+            if row["tags_existing_files"]:
+                console.print("  [dim]also tags ONNX files exported elsewhere (modelexport tag)[/]", highlight=False)
             for option in row["options"]:
                 console.print(
                     f"  [dim]-O[/] {row['name']}.{option['name']}={_option_value(option['default'])}  [dim]{option['help']}[/]",
@@ -218,7 +270,24 @@ def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON
             console.print()
 
 
-@app.command()
+class _TagCommand(typer.core.TyperCommand):
+    """``tag --help`` lists the installed strategies that can tag an existing file."""
+
+    def format_help(self, ctx, formatter) -> None:  # noqa: ANN001
+        from .plugins import get_strategies
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            able = [info.name for info in get_strategies() if info.can_tag_existing]
+        base = (self.help or "").split("\n\n")[0]
+        self.help = (
+            f"{base}\n\nStrategies that can tag an existing file: {', '.join(able) if able else 'none installed'}. "
+            "The others need their own export (modelexport export)."
+        )
+        super().format_help(ctx, formatter)
+
+
+@app.command(cls=_TagCommand)
 def tag(
     onnx_file: Path = typer.Argument(..., help="An ONNX file exported elsewhere"),
     model: str = typer.Option(..., "--model", "-m", help="The PyTorch model it was exported from (as for export)"),
@@ -229,24 +298,26 @@ def tag(
     doc_string: bool = typer.Option(False, "--doc-string", help="Also write the JSON hierarchy into each node's doc_string"),
     strategy_option: List[str] = typer.Option([], "--option", "-O", help="Strategy option STRATEGY.NAME=VALUE"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show each failed attempt's whole message and library logs"),
 ) -> None:
     """Tag an existing ONNX file with the modules of MODEL, from the graph and the parameters alone."""
-    from .export import ExportOptions, tag_existing
+    from .export import ExportOptions, check_before_tagging, tag_existing
     from .models import load_model
     from .options import parse_assignments
     from .progress import progress_display
 
-    with _user_errors():
-        _quiet_libraries()
+    with _user_errors(verbose):
+        _quiet_libraries(verbose)
         options = ExportOptions(
             strategies=_split_strategies(strategy), keep_torch_modules=torch_module, input_specs=input_specs,
             doc_string=doc_string, strategy_options=parse_assignments(strategy_option),
         )
+        check_before_tagging(onnx_file, output, options)
         with progress_display(err_console, enabled=not as_json) as progress, _stdout_kept_for(as_json):
             progress(f"loading {model}")
             loaded = load_model(model)
             report = tag_existing(onnx_file, loaded, output, options, progress)
-        _print_report(report, as_json)
+        _print_report(report, as_json, verbose)
 
 
 @app.command()
@@ -327,6 +398,9 @@ def inspect(
             root, node_count, untagged = tag_tree(onnx_file)
         except Exception as error:
             _fail(f"{onnx_file} is not a readable ONNX file: {first_line(error)}")
+        if node_count and untagged == node_count:
+            _fail(f"{onnx_file} has no modelexport tags; tag it with "
+                  f"`modelexport tag {onnx_file} --model MODEL -o TAGGED.onnx`, or export with `modelexport export`")
 
         def as_dict(node: TagNode) -> dict:
             return {"tag": node.tag, "nodes": node.own_nodes, "total_nodes": node.total_nodes,

@@ -18,6 +18,7 @@ from .reference import dynamo_node_modules, torchscript_node_modules
 from .strategy import ExportContext
 from .tags import HierarchyTags
 from .testing import sibling_contamination
+from .wrapper import export_settings
 from .writer import write_tags
 
 
@@ -144,6 +145,11 @@ def compare_strategies(
     chain = strategy_chain(options.strategies)
     if measure_cost and can_reload(loaded):
         return _with_costs(loaded, options, chain)
+    with export_settings(loaded.model):
+        return _compare(loaded, options, chain)
+
+
+def _compare(loaded: LoadedModel, options: ExportOptions, chain: list[StrategyInfo]) -> list[StrategyComparison]:
     inputs = example_inputs(loaded, options.input_specs)
     ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
     tags = HierarchyTags.from_model(loaded.model, options.keep_torch_modules)

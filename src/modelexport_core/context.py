@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .errors import ModelRunError
 from .exporters import first_line
 from .strategy import ExportContext
-from .wrapper import forward_parameters, output_names, wrap_model
+from .widening import widen_for_model
+from .wrapper import forward_parameters, output_names, run_model, wrap_model
 
 if TYPE_CHECKING:
     import torch
@@ -57,8 +58,15 @@ def make_context(
     if by_keyword is None:
         by_keyword = takes_keywords(model, names)
     wrapper = wrap_model(model, names, by_keyword).eval()
+    user_args = tuple(inputs.values())
+
+    def run(args: tuple["torch.Tensor", ...]) -> Any:
+        return run_model(model, dict(zip(names, args)), by_keyword)
+
     try:
-        names_out = output_names(model, dict(inputs), by_keyword)
+        args, axes, notes, output = widen_for_model(run, user_args, names, default_dynamic_axes(inputs) if dynamic else {})
+        if output is None:
+            output = run(user_args)
     except Exception as error:
         shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in inputs.items())
         raise ModelRunError(
@@ -67,10 +75,12 @@ def make_context(
     return ExportContext(
         model=model,
         module=wrapper,
-        args=tuple(inputs.values()),
+        args=args,
         input_names=names,
-        output_names=names_out,
-        dynamic_axes=default_dynamic_axes(inputs) if dynamic else {},
+        output_names=output_names(output),
+        dynamic_axes=axes,
         opset=opset,
         options=dict(options or {}),
+        example_args=user_args,
+        notes=tuple(notes),
     )

@@ -95,12 +95,13 @@ def _child(request: dict[str, Any]) -> dict[str, Any]:
     from .models import load_model
     from .plugins import get_strategy
     from .tags import HierarchyTags
+    from .wrapper import export_settings
 
     settings = dict(request["options"])
     settings["input_specs"] = Path(settings["input_specs"]) if settings.get("input_specs") else None
     options = ExportOptions(**settings)
     loaded = load_model(request["source"])
-    with tempfile.TemporaryDirectory(prefix="modelexport-cost-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="modelexport-cost-") as tmp, export_settings(loaded.model):
         if request.get("strategy"):
             started = time.perf_counter()
             inputs = example_inputs(loaded, options.input_specs)

@@ -28,7 +28,14 @@ class DuplicateStrategyError(ModelExportError):
 
 
 class AllStrategiesFailedError(ModelExportError):
-    """Every strategy in the chain failed; the message lists each one's reason."""
+    """Every strategy in the chain failed; the message lists each one's reason, a line each.
+
+    ``attempts`` holds the attempt records (with the exporters' whole messages).
+    """
+
+    def __init__(self, message: str, attempts: list | None = None):
+        super().__init__(message)
+        self.attempts = list(attempts or [])
 
 
 class OutputPathError(ModelExportError):
@@ -37,6 +44,10 @@ class OutputPathError(ModelExportError):
 
 class VerificationError(ModelExportError):
     """onnxruntime's output differs from PyTorch's beyond the tolerance."""
+
+    def __init__(self, message: str, attempts: list | None = None):
+        super().__init__(message)
+        self.attempts = list(attempts or [])
 
 
 class StrategyOptionError(ModelExportError):

@@ -12,18 +12,25 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
 from .context import make_context
-from .errors import AllStrategiesFailedError, OutputPathError, StrategyOptionError, VerificationError
-from .exporters import first_line
-from .graph import fill_missing_modules, node_key
-from .inputs import inputs_from_config, inputs_from_spec, inputs_from_tokenizer
+from .errors import (
+    AllStrategiesFailedError,
+    ModelExportError,
+    OutputPathError,
+    StrategyOptionError,
+    VerificationError,
+)
+from .exporters import first_line, full_text
+from .graph import fill_missing_modules, node_key, strip_wrapper_names
+from .inputs import inputs_from_config, inputs_from_tokenizer, merge_input_specs, read_input_specs
 from .models import LoadedModel
-from .onnx_file import check_graph, load_graph, save_nodes
+from .onnx_file import check_graph, load_graph, save_graph
 from .options import resolve_options
 from .plugins import StrategyInfo, get_strategies, get_strategy
 from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
 from .strategy import ExportContext, StrategyFailed, StrategyUnavailable, TaggingResult
 from .tags import HierarchyTags
 from .verify import Verification, verify
+from .wrapper import export_settings
 from .writer import NodeTag, write_tags
 
 if TYPE_CHECKING:
@@ -63,6 +70,7 @@ class ExportReport:
     seconds: float
     verification: Verification | None
     sidecar: dict[str, Any]
+    notes: list[str] = field(default_factory=list)  # what the user should know: axes exported static
 
     @property
     def coverage(self) -> float:
@@ -74,16 +82,24 @@ def _quiet(_: str) -> None:
 
 
 def example_inputs(loaded: LoadedModel, input_specs: Path | None) -> dict[str, "torch.Tensor"]:
-    """Inputs for the export: the spec file, else the factory's, else the tokenizer's, else from the config."""
-    if input_specs is not None:
-        return inputs_from_spec(input_specs, loaded.model)
+    """Inputs for the export: the factory's, else the tokenizer's, else from the config; a spec file
+    replaces the inputs it names and adds new ones. Generated inputs go to the model's device."""
+    from .errors import InputSpecError
+
+    base: dict[str, torch.Tensor] = {}
     if loaded.inputs is not None:
-        return loaded.inputs
-    if loaded.tokenizer is not None:
-        inputs = inputs_from_tokenizer(loaded.tokenizer, loaded.model)
-        if inputs:
-            return inputs
-    return inputs_from_config(loaded.model)
+        base = dict(loaded.inputs)
+    elif loaded.tokenizer is not None:
+        base = inputs_from_tokenizer(loaded.tokenizer, loaded.model)
+    if not base:
+        try:
+            base = inputs_from_config(loaded.model)
+        except InputSpecError:
+            if input_specs is None:
+                raise
+    if input_specs is not None:
+        base = merge_input_specs(base, read_input_specs(input_specs), loaded.model)
+    return base
 
 
 def strategy_chain(names: list[str] | None) -> list[StrategyInfo]:
@@ -116,22 +132,46 @@ def node_tags_from_result(
     return node_tags
 
 
-def _sidecar_document(
-    ctx: ExportContext,
-    loaded: LoadedModel,
-    model: "onnx.ModelProto",
-    node_tags: dict[str, NodeTag],
-    tags: HierarchyTags,
-    result: TaggingResult,
-    strategy: str,
-    attempts: list[Attempt],
-    options: ExportOptions,
-    verification: Verification | None,
-) -> dict[str, Any]:
+@dataclass
+class ExportRun:
+    """What every attempt of one export shares: the model, its tags, the options and where to write."""
+
+    loaded: LoadedModel
+    ctx: ExportContext
+    tags: HierarchyTags
+    options: ExportOptions
+    output: Path
+    workdir: Path
+    progress: Progress = _quiet
+
+
+@dataclass
+class TaggedFile:
+    """One strategy's file, tagged and checked in the work folder, not yet in place."""
+
+    strategy: str
+    result: TaggingResult
+    ctx: ExportContext
+    onnx_path: Path
+    model: "onnx.ModelProto"  # the graph, without its weights
+    node_tags: dict[str, NodeTag]
+    verification: Verification | None = None
+
+
+class AttemptFailed(Exception):
+    """An attempt whose file failed the checker or verification; the chain goes on."""
+
+    def __init__(self, reason: str, max_abs_diff: float | None = None):
+        super().__init__(reason)
+        self.max_abs_diff = max_abs_diff
+
+
+def _sidecar_document(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt]) -> dict[str, Any]:
+    ctx, tags, options, verification = tagged.ctx, run.tags, run.options, tagged.verification
     nodes = {}
-    for i, node in enumerate(model.graph.node):
+    for i, node in enumerate(tagged.model.graph.node):
         key = node_key(node, i)
-        tag = node_tags[key]
+        tag = tagged.node_tags[key]
         entry: dict[str, Any] = {"tag": tag.tag, "module": tag.module, "op_type": node.op_type}
         if tag.also:
             entry["also"] = list(tag.also)
@@ -143,47 +183,73 @@ def _sidecar_document(
     model_info = {
         "class": type(ctx.model).__name__,
         "python_class": f"{type(ctx.model).__module__}.{type(ctx.model).__qualname__}",
-        "source": loaded.source,
+        "source": run.loaded.source,
         "parameters": sum(p.numel() for p in ctx.model.parameters()),
-        "inputs": {name: list(t.shape) for name, t in zip(ctx.input_names, ctx.args)},
+        "inputs": {name: list(t.shape) for name, t in zip(ctx.input_names, ctx.user_args)},
         "outputs": ctx.output_names,
     }
     export_info = {
         "modelexport_version": __version__,
-        "exporter": result.exporter,
-        "opset": next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None),
+        "exporter": tagged.result.exporter,
+        "opset": next((o.version for o in tagged.model.opset_import if o.domain in ("", "ai.onnx")), None),
         "dynamic_axes": {name: {str(k): v for k, v in axes.items()} for name, axes in ctx.dynamic_axes.items()},
+        "notes": list(ctx.notes),
         "torch_modules_kept": options.keep_torch_modules,
         "doc_string": options.doc_string,
         "verification": None
         if verification is None
         else {"atol": verification.atol, "max_abs_diff": verification.max_abs_diff, "passed": verification.passed,
-              "shapes": [check.shapes for check in verification.checks]},
+              "shapes": [check.shapes for check in verification.checks], "skipped": verification.skipped or None},
     }
     return build_sidecar(
-        strategy=strategy,
+        strategy=tagged.strategy,
         attempts=attempts,
         model_info=model_info,
         modules=modules,
         nodes=nodes,
         export_info=export_info,
-        details=result.details,
+        details=tagged.result.details,
     )
 
 
 def _prepare_output(output: Path) -> Path:
-    """The folder the output goes in, created if needed; a clear error if it cannot be written."""
+    """The folder the output goes in, created if needed; a clear error, naming ``output``, if it cannot be written."""
     output = output.expanduser()
     if output.is_dir():
         raise OutputPathError(f"{output} is a directory; give a file name such as {output / 'model.onnx'}")
     folder = output.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        probe, probe_path = tempfile.mkstemp(prefix=".modelexport-probe-", dir=folder)
+        os.close(probe)
+        os.unlink(probe_path)
     except OSError as error:
-        raise OutputPathError(f"cannot create {folder}: {error.strerror or error}") from error
-    if not os.access(folder, os.W_OK):
-        raise OutputPathError(f"cannot write to {folder}: permission denied")
+        raise OutputPathError(f"cannot write {output}: {error.strerror or error}") from error
     return folder
+
+
+def _export_attempt(info: StrategyInfo, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
+    """One strategy's export into ``onnx_path``; its failures raise as the strategy raised them."""
+    strategy = info.strategy()
+    strategy.check(ctx)
+    return strategy.export(ctx, onnx_path)
+
+
+def _failed_attempt(name: str, error: BaseException, seconds: float) -> Attempt:
+    """The record of a failed attempt: one line for people, the whole message for the sidecar."""
+    if isinstance(error, StrategyUnavailable):
+        return Attempt(name, "unavailable", first_line(error), detail=_detail(error), seconds=seconds)
+    if isinstance(error, AttemptFailed):
+        return Attempt(name, "failed", str(error), max_abs_diff=error.max_abs_diff, seconds=seconds)
+    if isinstance(error, (StrategyFailed, ModelExportError)):
+        return Attempt(name, "failed", first_line(error), detail=_detail(error), seconds=seconds)
+    # a strategy's bug must not stop the chain; its reason is reported
+    return Attempt(name, "failed", f"{type(error).__name__}: {first_line(error)}", detail=full_text(error), seconds=seconds)
+
+
+def _detail(error: BaseException) -> str:
+    detail = getattr(error, "detail", "") or (full_text(error.__cause__) if error.__cause__ else "")
+    return detail if detail and detail.strip() != str(error).strip() else ""
 
 
 def run_strategies(
@@ -194,90 +260,118 @@ def run_strategies(
     strategy_options: dict[str, dict[str, str]],
     progress: Progress = _quiet,
 ) -> tuple[StrategyInfo, TaggingResult, Path, list[Attempt]]:
-    """Try each strategy in turn until one exports; every attempt is recorded."""
+    """Export with each strategy in turn until one writes a file (untagged, unverified); every attempt is recorded."""
     attempts: list[Attempt] = []
+    _check_option_targets(chain, strategy_options)
+    for info in chain:
+        progress(f"exporting with {info.name}")
+        attempt_ctx = replace(ctx, options=resolve_options(info.strategy, strategy_options.get(info.name, {})))
+        attempt_dir = workdir / info.name
+        attempt_dir.mkdir()
+        started = time.perf_counter()
+        try:
+            result = _export_attempt(info, attempt_ctx, attempt_dir / onnx_name)
+        except Exception as error:
+            attempts.append(_failed_attempt(info.name, error, round(time.perf_counter() - started, 3)))
+            continue
+        attempts.append(Attempt(info.name, "ok", seconds=round(time.perf_counter() - started, 3)))
+        return info, result, attempt_dir / onnx_name, attempts
+    raise chain_error(attempts, named=False)
+
+
+def _check_option_targets(chain: list[StrategyInfo], strategy_options: dict[str, dict[str, str]]) -> None:
     unknown = sorted(set(strategy_options) - {info.name for info in chain})
     if unknown:
         raise StrategyOptionError(f"option given for {unknown[0]!r}, which is not among the strategies tried")
-    for info in chain:
-        progress(f"exporting with {info.name}")
-        options = resolve_options(info.strategy, strategy_options.get(info.name, {}))
-        attempt_ctx = replace(ctx, options=options)
-        attempt_dir = workdir / info.name
-        attempt_dir.mkdir()
-        onnx_path = attempt_dir / onnx_name
-        started = time.perf_counter()
-        try:
-            strategy = info.strategy()
-            strategy.check(attempt_ctx)
-            result = strategy.export(attempt_ctx, onnx_path)
-        except StrategyUnavailable as error:
-            attempts.append(Attempt(info.name, "unavailable", str(error), round(time.perf_counter() - started, 3)))
-            continue
-        except StrategyFailed as error:
-            attempts.append(Attempt(info.name, "failed", str(error), round(time.perf_counter() - started, 3)))
-            continue
-        except Exception as error:  # a strategy's bug must not stop the chain; its reason is reported
-            reason = f"{type(error).__name__}: {first_line(error)}"
-            attempts.append(Attempt(info.name, "failed", reason, round(time.perf_counter() - started, 3)))
-            continue
-        attempts.append(Attempt(info.name, "ok", "", round(time.perf_counter() - started, 3)))
-        return info, result, onnx_path, attempts
-    reasons = "; ".join(f"{a.strategy}: {a.reason}" for a in attempts)
-    raise AllStrategiesFailedError(f"every strategy failed ({reasons})")
 
 
-def _write_outputs(
-    ctx: ExportContext,
-    loaded: LoadedModel,
-    onnx_path: Path,
-    result: TaggingResult,
-    strategy: str,
-    attempts: list[Attempt],
-    options: ExportOptions,
-    tags: HierarchyTags,
-    output: Path,
-    progress: Progress,
-    started: float,
-) -> ExportReport:
-    """Tag the ONNX file in the work folder, check and verify it, then move it and its sidecar into place."""
-    progress("writing tags")
+def chain_error(attempts: list[Attempt], named: bool, what: str = "export") -> ModelExportError:
+    """The error when no attempt succeeded: the one strategy's own, or every attempt on a line of its own."""
+    if named and len(attempts) == 1:
+        attempt = attempts[0]
+        if attempt.max_abs_diff is not None:
+            return VerificationError(
+                f"{attempt.strategy}: {attempt.reason}; rerun with --atol or --no-verify to keep the file", attempts)
+        return AllStrategiesFailedError(f"{attempt.strategy} could not {what} the model: {attempt.reason}", attempts)
+    lines = "".join(f"\n  {a.strategy} {a.status}: {a.reason}" for a in attempts)
+    return AllStrategiesFailedError(f"every strategy failed:{lines}", attempts)
+
+
+def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: Path, rename: bool) -> TaggedFile:
+    """Tag the file in the work folder (names as a plain export of the user's model would give them) and check it."""
+    ctx = result.context or run.ctx
     # the graph alone is read and written back: weights stay in the file, copied byte for byte
     model = load_graph(onnx_path)
-    node_tags = node_tags_from_result(model, result, tags)
-    write_tags(model, node_tags, doc_string=options.doc_string, strategy=strategy)
-    progress("checking the model")
-    check_graph(model, onnx_path)
-    tagged = onnx_path.with_name(f".{onnx_path.name}.tagged")
-    save_nodes(model, onnx_path, tagged)
-    os.replace(tagged, onnx_path)
-    verification = None
-    if options.verify:
-        progress("verifying with onnxruntime")
-        verification = verify(onnx_path, ctx, options.atol)
-        if not verification.passed:
-            raise VerificationError(
-                f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} "
-                f"(tolerance {options.atol:g}); rerun with --atol or --no-verify to keep the file"
-            )
-    document = _sidecar_document(ctx, loaded, model, node_tags, tags, result, strategy, attempts, options, verification)
-    sidecar = sidecar_path(output)
-    write_sidecar(document, onnx_path.parent / sidecar.name)
+    node_modules = result.node_modules
+    also = result.also
+    if rename:
+        renamed = strip_wrapper_names(model.graph)
+        node_modules = {renamed.get(name, name): module for name, module in node_modules.items()}
+        also = {renamed.get(name, name): modules for name, modules in also.items()}
+    node_tags = node_tags_from_result(model, replace(result, node_modules=node_modules, also=also), run.tags)
+    write_tags(model, node_tags, doc_string=run.options.doc_string, strategy=strategy)
+    try:
+        check_graph(model, onnx_path)  # the tagged graph, against the weights still in the file
+    except Exception as error:
+        raise AttemptFailed(f"the file fails the ONNX checker: {first_line(error)}") from error
+    rewritten = onnx_path.with_name(f".{onnx_path.name}.tagged")
+    save_graph(model, onnx_path, rewritten)
+    os.replace(rewritten, onnx_path)
+    return TaggedFile(strategy, result, ctx, onnx_path, model, node_tags)
+
+
+def _verify(run: ExportRun, tagged: TaggedFile) -> None:
+    """Run the tagged file in onnxruntime against PyTorch; a difference over the tolerance fails the attempt."""
+    try:
+        verification = verify(tagged.onnx_path, tagged.ctx, run.options.atol)
+    except VerificationError as error:
+        raise AttemptFailed(str(error), float("inf")) from error
+    tagged.verification = verification
+    if not verification.passed:
+        raise AttemptFailed(
+            f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} (tolerance {run.options.atol:g})",
+            verification.max_abs_diff,
+        )
+
+
+def _try_strategy(run: ExportRun, info: StrategyInfo) -> TaggedFile:
+    """Export, tag, check and verify with one strategy; raises what made the attempt fail."""
+    ctx = replace(run.ctx, options=resolve_options(info.strategy, run.options.strategy_options.get(info.name, {})))
+    attempt_dir = run.workdir / info.name
+    attempt_dir.mkdir()
+    onnx_path = attempt_dir / run.output.name
+    run.progress(f"exporting with {info.name}")
+    result = _export_attempt(info, ctx, onnx_path)
+    run.progress(f"tagging and checking the {info.name} export")
+    tagged = _tag_file(run, info.name, result, onnx_path, rename=True)
+    if run.options.verify:
+        run.progress(f"verifying the {info.name} export with onnxruntime")
+        _verify(run, tagged)
+    return tagged
+
+
+def _publish(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt], started: float) -> ExportReport:
+    """Write the sidecar beside the tagged file, then move both (and any data file) into place."""
+    document = _sidecar_document(run, tagged, attempts)
+    sidecar = sidecar_path(run.output)
+    write_sidecar(document, tagged.onnx_path.parent / sidecar.name)
     # the ONNX file moves last, so a reader never sees it without its sidecar and data
-    for produced in sorted(onnx_path.parent.iterdir(), key=lambda p: p == onnx_path):
-        os.replace(produced, output.parent / produced.name)
+    for produced in sorted(tagged.onnx_path.parent.iterdir(), key=lambda p: p == tagged.onnx_path):
+        os.replace(produced, run.output.parent / produced.name)
+    node_tags = tagged.node_tags
     return ExportReport(
-        onnx_path=output,
+        onnx_path=run.output,
         sidecar_path=sidecar,
-        strategy=strategy,
+        strategy=tagged.strategy,
         attempts=attempts,
-        node_count=len(model.graph.node),
+        node_count=len(tagged.model.graph.node),
         tagged_count=sum(1 for t in node_tags.values() if t.tag),
-        module_count=len(tags.records),
+        module_count=len(run.tags.records),
         tag_count=len({t.tag for t in node_tags.values()}),
         seconds=time.perf_counter() - started,
-        verification=verification,
+        verification=tagged.verification,
         sidecar=document,
+        notes=list(tagged.ctx.notes),
     )
 
 
@@ -289,24 +383,49 @@ def _prepare(loaded: LoadedModel, options: ExportOptions, progress: Progress) ->
     return ctx, HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
 
 
+def check_before_loading(output: Path, options: ExportOptions) -> list[StrategyInfo]:
+    """Everything that can be checked without the model: strategies, their options, the output path, the specs."""
+    chain = strategy_chain(options.strategies)
+    _check_option_targets(chain, options.strategy_options)
+    for info in chain:
+        resolve_options(info.strategy, options.strategy_options.get(info.name, {}))
+    _prepare_output(Path(output))
+    if options.input_specs is not None:
+        read_input_specs(options.input_specs)
+    return chain
+
+
 def export_model(
     loaded: LoadedModel, output: Path, options: ExportOptions | None = None, progress: Progress = _quiet
 ) -> ExportReport:
-    """Export ``loaded`` to ``output`` with tags, and the sidecar beside it; nothing is written on failure."""
+    """Export ``loaded`` to ``output`` with tags, and the sidecar beside it; nothing is written on failure.
+
+    Strategies are tried in turn; one whose export fails, or whose file fails the checker or
+    verification, is recorded as a failed attempt and the next is tried.
+    """
     options = options or ExportOptions()
     started = time.perf_counter()
     output = Path(output).expanduser()
-    folder = _prepare_output(output)
-    chain = strategy_chain(options.strategies)
-    ctx, tags = _prepare(loaded, options, progress)
-    workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=folder))
-    try:
-        info, result, onnx_path, attempts = run_strategies(
-            ctx, chain, workdir, output.name, options.strategy_options, progress
-        )
-        return _write_outputs(ctx, loaded, onnx_path, result, info.name, attempts, options, tags, output, progress, started)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    chain = check_before_loading(output, options)
+    with export_settings(loaded.model):
+        ctx, tags = _prepare(loaded, options, progress)
+        workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=output.parent))
+        run = ExportRun(loaded, ctx, tags, options, output, workdir, progress)
+        try:
+            attempts: list[Attempt] = []
+            for info in chain:
+                attempt_started = time.perf_counter()
+                try:
+                    tagged = _try_strategy(run, info)
+                except Exception as error:
+                    attempts.append(_failed_attempt(info.name, error, round(time.perf_counter() - attempt_started, 3)))
+                    continue
+                attempts.append(Attempt(info.name, "ok", seconds=round(time.perf_counter() - attempt_started, 3),
+                                        max_abs_diff=tagged.verification.max_abs_diff if tagged.verification else None))
+                return _publish(run, tagged, attempts, started)
+            raise chain_error(attempts, named=bool(options.strategies))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _copy_external_data(model: "onnx.ModelProto", source_folder: Path, target_folder: Path, output_name: str) -> None:
@@ -341,12 +460,10 @@ def tag_existing(
     options = replace(options, verify=False)  # its inputs and outputs need not match the wrapper's
     started = time.perf_counter()
     onnx_file = Path(onnx_file).expanduser()
-    if not onnx_file.is_file():
-        raise OutputPathError(f"{onnx_file}: no such ONNX file")
     output = Path(output).expanduser()
-    folder = _prepare_output(output)
-    chain = strategy_chain(options.strategies)
-    ctx, tags = _prepare(loaded, options, progress)
+    chain = check_before_tagging(onnx_file, output, options)
+    with export_settings(loaded.model):
+        ctx, tags = _prepare(loaded, options, progress)
     try:
         # the graph alone is what gets tagged and written; strategies get the weights too, since
         # they match initializers to parameters by value
@@ -354,7 +471,8 @@ def tag_existing(
         with_weights = onnx.load(str(onnx_file))
     except Exception as error:
         raise OutputPathError(f"{onnx_file} is not a readable ONNX file: {first_line(error)}") from error
-    workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=folder))
+    workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=output.parent))
+    run = ExportRun(loaded, ctx, tags, options, output, workdir, progress)
     try:
         attempts: list[Attempt] = []
         for info in chain:
@@ -363,17 +481,30 @@ def tag_existing(
             strategy_ctx = replace(ctx, options=resolve_options(info.strategy, options.strategy_options.get(info.name, {})))
             try:
                 result = info.strategy().tag_onnx(strategy_ctx, with_weights)
-            except (StrategyUnavailable, StrategyFailed) as error:
-                status = "unavailable" if isinstance(error, StrategyUnavailable) else "failed"
-                attempts.append(Attempt(info.name, status, str(error), round(time.perf_counter() - attempt_started, 3)))
+                onnx_path = workdir / output.name
+                _copy_external_data(source, onnx_file.parent, workdir, output.name)
+                onnx.save(source, str(onnx_path))
+                tagged = _tag_file(run, info.name, result, onnx_path, rename=False)
+            except Exception as error:
+                attempts.append(_failed_attempt(info.name, error, round(time.perf_counter() - attempt_started, 3)))
                 continue
-            attempts.append(Attempt(info.name, "ok", "", round(time.perf_counter() - attempt_started, 3)))
-            onnx_path = workdir / output.name
-            _copy_external_data(source, onnx_file.parent, workdir, output.name)
-            onnx.save(source, str(onnx_path))
-            return _write_outputs(ctx, loaded, onnx_path, result, info.name, attempts, options, tags, output,
-                                  progress, started)
-        reasons = "; ".join(f"{a.strategy}: {a.reason}" for a in attempts)
-        raise AllStrategiesFailedError(f"no strategy could tag {onnx_file.name} ({reasons})")
+            attempts.append(Attempt(info.name, "ok", seconds=round(time.perf_counter() - attempt_started, 3)))
+            return _publish(run, tagged, attempts, started)
+        raise chain_error(attempts, named=bool(options.strategies), what="tag")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def check_before_tagging(onnx_file: Path, output: Path, options: ExportOptions) -> list[StrategyInfo]:
+    """What ``tag`` can check before loading the model: the input file, strategies, options, output path."""
+    import onnx
+
+    onnx_file = Path(onnx_file).expanduser()
+    if not onnx_file.is_file():
+        raise OutputPathError(f"{onnx_file}: no such ONNX file")
+    try:
+        onnx.load(str(onnx_file), load_external_data=False)
+    except Exception as error:
+        raise OutputPathError(f"{onnx_file} is not a readable ONNX file: {first_line(error)}") from error
+    chain = check_before_loading(output, replace(options, verify=False))
+    return chain

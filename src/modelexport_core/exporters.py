@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import warnings
 from pathlib import Path
+from typing import Iterator
 
 from .strategy import ExportContext, StrategyFailed
 
@@ -20,11 +22,49 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def full_text(error: BaseException) -> str:
+    """An exception's whole message, the exceptions it came from first, without terminal colours."""
+    chain = []
+    current: BaseException | None = error
+    while current is not None and len(chain) < 5:
+        chain.append(f"{type(current).__name__}: {_TERMINAL_CODES.sub('', str(current)).strip()}")
+        current = current.__cause__ or current.__context__
+    return "\n".join(reversed(chain))
+
+
+def failure(message: str, error: BaseException, log: str = "") -> StrategyFailed:
+    """A one-line :class:`StrategyFailed` whose ``detail`` keeps the exporter's full message and log."""
+    failed = StrategyFailed(message)
+    failed.detail = full_text(error) + (f"\n{log}" if log else "")  # type: ignore[attr-defined]
+    return failed
+
+
+@contextlib.contextmanager
+def torchscript_log() -> Iterator[list[str]]:
+    """Collect what the TorchScript exporter logs on failure (its whole IR graph) instead of printing it."""
+    import torch
+
+    lines: list[str] = []
+    original = torch._C._jit_onnx_log
+
+    def collect(*parts: object) -> None:
+        lines.append("".join(str(part) for part in parts))
+
+    torch._C._jit_onnx_log = collect
+    try:
+        yield lines
+    finally:
+        torch._C._jit_onnx_log = original
+
+
 def export_torchscript(ctx: ExportContext, onnx_path: Path) -> None:
     """A plain TorchScript export of ``ctx.module`` (dynamic axes and opset as the context says)."""
     import torch
 
-    with warnings.catch_warnings():
+    from .symbolics import register_missing_symbolics
+
+    register_missing_symbolics()
+    with warnings.catch_warnings(), torchscript_log() as log:
         warnings.simplefilter("ignore")
         try:
             torch.onnx.export(
@@ -38,4 +78,4 @@ def export_torchscript(ctx: ExportContext, onnx_path: Path) -> None:
                 dynamo=False,
             )
         except Exception as error:
-            raise StrategyFailed(f"TorchScript export failed: {first_line(error)}") from error
+            raise failure(f"TorchScript export failed: {first_line(error)}", error, "\n".join(log)) from error

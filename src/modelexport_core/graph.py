@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .strategy import WRAPPER_ATTRIBUTE
 from .tags import common_ancestor
 
 if TYPE_CHECKING:
@@ -90,3 +91,65 @@ def fill_missing_modules(graph: "onnx.GraphProto", node_modules: dict[str, str])
     for i in missing:
         result[index.keys[i]] = ""
     return result
+
+
+def _unwrapped(name: str) -> str:
+    """A name as a plain export of the user's model gives it: without the export wrapper's prefix."""
+    scope_prefix = f"/{WRAPPER_ATTRIBUTE}/"
+    attribute_prefix = f"{WRAPPER_ATTRIBUTE}."
+    if name.startswith(scope_prefix):
+        return "/" + name[len(scope_prefix):]
+    if name.startswith(attribute_prefix):
+        return name[len(attribute_prefix):]
+    return name
+
+
+def _graphs(graph: "onnx.GraphProto") -> list["onnx.GraphProto"]:
+    """A graph and every subgraph of its nodes (If/Loop/Scan bodies), depth first."""
+    found = [graph]
+    for node in graph.node:
+        for attribute in node.attribute:
+            subgraphs = ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs)
+            for subgraph in subgraphs:
+                found.extend(_graphs(subgraph))
+    return found
+
+
+def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
+    """Rename nodes and values as a plain export of the user's model names them; returns old -> new node names.
+
+    Exporters name nodes by module scope (``/model/encoder/...``) and weights by attribute
+    path (``model.encoder.weight``); the export wrapper holds the user's model as
+    ``model``, a prefix a plain export does not have. A name whose stripped form is
+    already taken is left as it is.
+    """
+    graphs = _graphs(graph)
+    values = {name for g in graphs for name in _value_names(g)}
+    value_map = {name: new for name in values if (new := _unwrapped(name)) != name}
+    value_map = {old: new for old, new in value_map.items() if new not in values or new in value_map}
+    node_names = {node.name for g in graphs for node in g.node}
+    node_map = {node.name: new for g in graphs for node in g.node
+                if (new := _unwrapped(node.name)) != node.name and new not in node_names}
+    if not value_map and not node_map:
+        return node_map
+    for g in graphs:
+        for node in g.node:
+            if node.name in node_map:
+                node.name = node_map[node.name]
+            for i, value in enumerate(node.input):
+                if value in value_map:
+                    node.input[i] = value_map[value]
+            for i, value in enumerate(node.output):
+                if value in value_map:
+                    node.output[i] = value_map[value]
+        for holder in (*g.input, *g.output, *g.value_info, *g.initializer):
+            holder.name = value_map.get(holder.name, holder.name)
+        for sparse in g.sparse_initializer:
+            sparse.values.name = value_map.get(sparse.values.name, sparse.values.name)
+    return node_map
+
+
+def _value_names(graph: "onnx.GraphProto") -> set[str]:
+    names = {value for node in graph.node for value in (*node.input, *node.output) if value}
+    names |= {holder.name for holder in (*graph.input, *graph.output, *graph.value_info, *graph.initializer)}
+    return names

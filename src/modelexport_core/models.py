@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .errors import ModelLoadError
 from .exporters import first_line
@@ -39,47 +40,76 @@ def _is_factory_spec(spec: str) -> bool:
     return target.endswith(".py") or all(part.isidentifier() for part in target.split("."))
 
 
+@contextlib.contextmanager
+def _on_import_path(folder: Path) -> Iterator[None]:
+    """``folder`` first on ``sys.path`` while a factory loads, as when running it as a script."""
+    entry = str(folder)
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        if entry in sys.path:
+            sys.path.remove(entry)
+
+
 def _import_factory(spec: str):
     target, _, attribute = spec.rpartition(":")
     if target.endswith(".py"):
-        path = Path(target)
+        path = Path(target).expanduser()
         if not path.is_file():
             raise ModelLoadError(f"factory file {target} does not exist")
-        module_name = f"modelexport_factory_{abs(hash(path.resolve()))}"
+        module_name = f"modelexport_factory_{path.stem}_{abs(hash(path.resolve()))}"
         module_spec = importlib.util.spec_from_file_location(module_name, path)
         if module_spec is None or module_spec.loader is None:
             raise ModelLoadError(f"cannot import {target}")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[module_name] = module
         try:
-            module_spec.loader.exec_module(module)
+            with _on_import_path(path.resolve().parent):
+                module_spec.loader.exec_module(module)
         except Exception as error:
-            raise ModelLoadError(f"importing {target} failed: {type(error).__name__}: {error}") from error
+            raise ModelLoadError(f"importing {target} failed: {type(error).__name__}: {first_line(error)}") from error
     else:
         try:
-            module = importlib.import_module(target)
+            with _on_import_path(Path.cwd()):
+                module = importlib.import_module(target)
         except Exception as error:
-            raise ModelLoadError(f"cannot import module {target!r}: {error}") from error
+            raise ModelLoadError(f"cannot import module {target!r}: {first_line(error)}") from error
     factory = getattr(module, attribute, None)
     if not callable(factory):
         raise ModelLoadError(f"{target} has no callable {attribute!r}")
     return factory
 
 
-def _tensor_inputs(value: Any, spec: str) -> dict[str, "torch.Tensor"]:
+def positional_names(model: "torch.nn.Module", count: int) -> list[str]:
+    """Names for ``count`` positional inputs: ``forward``'s parameter names, else ``input_0``, ..."""
+    from .wrapper import forward_parameters
+
+    params = forward_parameters(model)
+    named = []
+    for name, param in params.items():
+        if param.kind is param.VAR_POSITIONAL:
+            break
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            named.append(name)
+    return named[:count] if len(named) >= count else [f"input_{i}" for i in range(count)]
+
+
+def tensor_inputs(value: Any, spec: str, model: "torch.nn.Module") -> dict[str, "torch.Tensor"]:
+    """Example inputs given as a tensor, a tuple of tensors (named after ``forward``'s parameters) or a dict."""
     import torch
 
     if isinstance(value, torch.Tensor):
         value = (value,)
     if isinstance(value, dict):
         if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items()):
-            raise ModelLoadError(f"factory {spec} returned inputs that are not a dict of name -> tensor")
+            raise ModelLoadError(f"{spec}: inputs are not a dict of name -> tensor")
         return dict(value)
     if isinstance(value, (tuple, list)):
         if not all(isinstance(v, torch.Tensor) for v in value):
-            raise ModelLoadError(f"factory {spec} returned inputs that are not a tuple of tensors")
-        return {f"input_{i}": v for i, v in enumerate(value)}
-    raise ModelLoadError(f"factory {spec} returned inputs of type {type(value).__name__}; expected a tuple or dict")
+            raise ModelLoadError(f"{spec}: inputs are not a tuple of tensors")
+        return dict(zip(positional_names(model, len(value)), value))
+    raise ModelLoadError(f"{spec}: inputs of type {type(value).__name__}; expected a tensor, a tuple or a dict")
 
 
 def load_factory(spec: str) -> LoadedModel:
@@ -90,12 +120,12 @@ def load_factory(spec: str) -> LoadedModel:
     try:
         produced = factory()
     except Exception as error:
-        raise ModelLoadError(f"factory {spec} raised {type(error).__name__}: {error}") from error
+        raise ModelLoadError(f"factory {spec} raised {type(error).__name__}: {first_line(error)}") from error
     inputs = None
     by_keyword = None
     if isinstance(produced, tuple) and len(produced) == 2 and isinstance(produced[0], torch.nn.Module):
         produced, raw_inputs = produced
-        inputs = _tensor_inputs(raw_inputs, spec)
+        inputs = tensor_inputs(raw_inputs, spec, produced)
         by_keyword = isinstance(raw_inputs, dict)
     if not isinstance(produced, torch.nn.Module):
         raise ModelLoadError(
@@ -112,8 +142,28 @@ def _has_tokenizer_files(folder: Path) -> bool:
     return any((folder / name).is_file() for name in _TOKENIZER_FILES)
 
 
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub answers at all (offline mode and no network both say no at once)."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
 def load_pretrained(spec: str) -> LoadedModel:
-    """A transformers model from a local directory or a Hugging Face id, with its tokenizer if it has one."""
+    """A transformers model from a local directory or a Hugging Face id, with its tokenizer if it has one.
+
+    Without a network, an id is looked up in the local cache only, so a missing model fails
+    at once instead of after the hub client's retries.
+    """
     import transformers
 
     local = Path(spec).expanduser()
@@ -121,15 +171,22 @@ def load_pretrained(spec: str) -> LoadedModel:
         raise ModelLoadError(f"{spec}: no such directory (and not a preset:NAME, factory or model id)")
     if local.exists() and not local.is_dir():
         raise ModelLoadError(f"{spec} is a file, not a model directory; give a directory, a preset or a factory")
+    source = str(local) if local.is_dir() else spec
+    offline = not local.is_dir() and not hub_reachable()
     try:
-        model = transformers.AutoModel.from_pretrained(str(local) if local.is_dir() else spec)
+        model = transformers.AutoModel.from_pretrained(source, local_files_only=offline)
     except Exception as error:
+        if offline:
+            raise ModelLoadError(
+                f"cannot load {spec!r}: it is not in the local Hugging Face cache and the hub cannot be reached "
+                "(no network or HF_HUB_OFFLINE); give a local model directory, a preset:NAME or a factory"
+            ) from error
         where = "local directory" if local.is_dir() else "model id (no local directory of that name)"
         raise ModelLoadError(f"cannot load {spec!r} as a {where}: {first_line(error)}") from error
     tokenizer = None
     if not local.is_dir() or _has_tokenizer_files(local):
         try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(str(local) if local.is_dir() else spec)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=offline)
         except Exception:  # many models (vision, random configs) have no tokenizer; inputs come from the config
             tokenizer = None
     return LoadedModel(model.eval(), spec, "huggingface", tokenizer=tokenizer)

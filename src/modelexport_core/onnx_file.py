@@ -206,61 +206,94 @@ def _copy_range(source: BinaryIO, target: BinaryIO, start: int, end: int) -> Non
         remaining -= copied
 
 
-def _node_block(model: "onnx.ModelProto") -> bytes:
-    """Every node of the graph as the bytes of repeated field ``node``, serialized in one call."""
+def _inline_data(reader: _Reader, tensor: _Field) -> _Field | None:
+    """The data field of an initializer stored inline, if it has one."""
+    data = None
+    for field in _fields(reader, tensor.value_start, tensor.end):
+        if field.number in _TENSOR_DATA_FIELDS:
+            data = field
+    return data
+
+
+def save_graph(model: "onnx.ModelProto", source: Path, target: Path) -> None:
+    """Write ``model`` (``source`` read with :func:`load_graph`, then edited) to ``target`` with the weights of ``source``.
+
+    Everything but the weights' bytes comes from ``model``: nodes, names (initializers'
+    too), inputs, outputs, metadata. Initializers must be the same ones in the same order;
+    each stub that stood for inline data gets that data back, copied file to file.
+    """
     import onnx
 
-    nodes_only = onnx.GraphProto()
-    nodes_only.node.extend(model.graph.node)
-    return nodes_only.SerializeToString()
-
-
-def save_nodes(model: "onnx.ModelProto", source: Path, target: Path) -> None:
-    """Write ``source`` to ``target`` with its graph's nodes replaced by ``model``'s, everything else as it was.
-
-    ``model`` is ``source`` read with :func:`load_graph`, its nodes edited in place (same
-    number, same order); weights, inputs, outputs and every other field are copied byte for byte.
-    """
     size = os.path.getsize(source)
-    with open(source, "rb") as stream, open(target, "wb", buffering=0) as out:
+    with open(source, "rb") as stream:
         reader = _Reader(stream)
         graph = _graph_field(reader, size)
-        fields = list(_fields(reader, graph.value_start, graph.end))
-        node_positions = [i for i, f in enumerate(fields) if f.number == _GRAPH_NODE]
-        if len(node_positions) != len(model.graph.node):
-            raise ValueError(f"{source} has {len(node_positions)} nodes, the tagged graph {len(model.graph.node)}")
-        pieces: list[bytes | tuple[int, int]] = []  # new bytes, or a span of the source to copy
-        if node_positions and node_positions[-1] - node_positions[0] + 1 == len(node_positions):
-            # the usual layout, nodes side by side: the new ones go where the old ones were, in one piece
-            first, last = node_positions[0], node_positions[-1]
-            pieces = [(f.start, f.end) for f in fields[:first]] + [_node_block(model)]
-            pieces += [(f.start, f.end) for f in fields[last + 1:]]
-        else:
-            node_key = _encode_varint(_GRAPH_NODE << 3 | _LENGTH_DELIMITED)
-            nodes = iter(model.graph.node)
-            for field in fields:
-                if field.number == _GRAPH_NODE:
-                    body = next(nodes).SerializeToString()
-                    pieces.append(node_key + _encode_varint(len(body)) + body)
-                else:
-                    pieces.append((field.start, field.end))
-        graph_size = sum(len(p) if isinstance(p, bytes) else p[1] - p[0] for p in pieces)
-        _copy_range(stream, out, 0, graph.start)
-        _write_all(out, _encode_varint(_MODEL_GRAPH << 3 | _LENGTH_DELIMITED) + _encode_varint(graph_size))
-        pending = bytearray()
+        sources = [f for f in _fields(reader, graph.value_start, graph.end) if f.number == _GRAPH_INITIALIZER]
+        stubs = model.graph.initializer
+        if len(sources) != len(stubs):
+            raise ValueError(f"{source} has {len(sources)} initializers, the edited graph {len(stubs)}")
+        shell = onnx.ModelProto()
+        shell.CopyFrom(model)
+        shell.graph.ClearField("initializer")
+        pieces: list[bytes | tuple[int, int]] = []
+        for stub, field in zip(stubs, sources):
+            data = _inline_data(reader, field)
+            if data is None:  # external data (or an empty tensor): the stub is the tensor
+                body = stub.SerializeToString()
+                pieces.append(_encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED)
+                              + _encode_varint(len(body)) + body)
+                continue
+            header = onnx.TensorProto()
+            header.CopyFrom(stub)
+            header.ClearField("external_data")
+            header.ClearField("data_location")
+            head = header.SerializeToString()
+            length = len(head) + data.end - data.start
+            pieces.append(_encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED) + _encode_varint(length) + head)
+            pieces.append((data.start, data.end))
+        _write_model(shell, pieces, stream, target)
+
+
+def _write_model(shell: "onnx.ModelProto", pieces: list, source: BinaryIO | None, target: Path) -> None:
+    """Write ``shell`` (a model without initializers) with ``pieces`` appended to its graph.
+
+    A piece is bytes, a ``(start, end)`` span of ``source`` copied by the kernel, or a
+    :class:`StreamedTensor`'s data written by the tensor itself.
+    """
+    import io
+
+    data = shell.SerializeToString()
+    graph = _graph_field(_Reader(io.BytesIO(data)), len(data))
+
+    def length(piece: object) -> int:
+        if isinstance(piece, bytes):
+            return len(piece)
+        if isinstance(piece, tuple):
+            return piece[1] - piece[0]
+        return piece.nbytes
+
+    graph_size = graph.end - graph.value_start + sum(length(piece) for piece in pieces)
+    with open(target, "wb", buffering=0) as out:
+        pending = bytearray(data[:graph.start])
+        pending += _encode_varint(_MODEL_GRAPH << 3 | _LENGTH_DELIMITED) + _encode_varint(graph_size)
+        pending += data[graph.value_start:graph.end]
         for piece in pieces:
             if isinstance(piece, bytes):
                 pending += piece
                 continue
-            start, end = piece
-            if end - start < _WINDOW:
-                pending += reader.read(start, end - start)
-                continue
             _write_all(out, pending)
             pending.clear()
-            _copy_range(stream, out, start, end)
+            if isinstance(piece, tuple):
+                _copy_range(source, out, piece[0], piece[1])
+                continue
+            written = piece.write_data(out)
+            if written is not None and written != piece.nbytes:
+                raise ValueError(f"tensor {piece.header.name!r} wrote {written} bytes, not {piece.nbytes}")
+        pending += data[graph.end:]
         _write_all(out, pending)
-        _copy_range(stream, out, graph.end, size)
+
+
+save_nodes = save_graph  # the first name of it, when only nodes were edited
 
 
 def check_graph(model: "onnx.ModelProto", source: Path) -> None:
@@ -295,26 +328,11 @@ def save_with_initializers(model: "onnx.ModelProto", tensors: list[StreamedTenso
     ``onnx.save`` of a model with weights holds them twice more (TensorProtos, then the
     serialized string); this writes each tensor's bytes straight from where they are.
     """
-    import io
-
-    data = model.SerializeToString()
-    reader = _Reader(io.BytesIO(data))
-    graph = _graph_field(reader, len(data))
     raw_key = _encode_varint(_TENSOR_RAW_DATA << 3 | _LENGTH_DELIMITED)
     initializer_key = _encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED)
-    prefixes = []
+    pieces: list = []
     for tensor in tensors:
         header = tensor.header.SerializeToString() + raw_key + _encode_varint(tensor.nbytes)
-        prefixes.append(initializer_key + _encode_varint(len(header) + tensor.nbytes) + header)
-    graph_size = graph.end - graph.value_start + sum(len(p) for p in prefixes) + sum(t.nbytes for t in tensors)
-    with open(target, "wb") as out:
-        out.write(data[:graph.start])
-        out.write(_encode_varint(_MODEL_GRAPH << 3 | _LENGTH_DELIMITED) + _encode_varint(graph_size))
-        out.write(data[graph.value_start:graph.end])
-        for prefix, tensor in zip(prefixes, tensors):
-            out.write(prefix)
-            before = out.tell()
-            tensor.write_data(out)
-            if out.tell() - before != tensor.nbytes:
-                raise ValueError(f"tensor {tensor.header.name!r} wrote {out.tell() - before} bytes, not {tensor.nbytes}")
-        out.write(data[graph.end:])
+        pieces.append(initializer_key + _encode_varint(len(header) + tensor.nbytes) + header)
+        pieces.append(tensor)
+    _write_model(model, pieces, None, target)

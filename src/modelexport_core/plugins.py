@@ -36,6 +36,11 @@ class StrategyInfo:
     def priority(self) -> int:
         return self.strategy.priority
 
+    @property
+    def can_tag_existing(self) -> bool:
+        """Whether the strategy tags ONNX files exported elsewhere (``modelexport tag``)."""
+        return self.strategy.tag_onnx is not TaggingStrategy.tag_onnx
+
 
 def make_plugin_manager(load_entry_points: bool = True) -> pluggy.PluginManager:
     """A fresh plugin manager with the hookspecs and, by default, every installed plugin."""

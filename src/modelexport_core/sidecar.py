@@ -7,7 +7,7 @@ against it.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,29 @@ SCHEMA = "modelexport/hierarchy@1"
 
 @dataclass(frozen=True)
 class Attempt:
-    """One strategy tried during an export."""
+    """One strategy tried during an export.
+
+    ``reason`` is one line; ``detail`` the exporter's whole message (shown with
+    ``--verbose``); ``max_abs_diff`` the difference verification measured, where it ran.
+    ``seconds`` is reported to the caller but kept out of the sidecar, so that two
+    exports of one model give identical files.
+    """
 
     strategy: str
     status: str  # "ok", "failed" or "unavailable"
     reason: str = ""
+    detail: str = ""
+    max_abs_diff: float | None = None
     seconds: float = 0.0
+
+    def record(self) -> dict[str, Any]:
+        """The sidecar's entry for this attempt."""
+        entry: dict[str, Any] = {"strategy": self.strategy, "status": self.status, "reason": self.reason}
+        if self.detail:
+            entry["detail"] = self.detail
+        if self.max_abs_diff is not None:
+            entry["max_abs_diff"] = self.max_abs_diff if self.max_abs_diff != float("inf") else "inf"
+        return entry
 
 
 def sidecar_path(onnx_path: Path) -> Path:
@@ -43,7 +60,7 @@ def build_sidecar(
     return {
         "schema": SCHEMA,
         "strategy": strategy,
-        "attempted": [asdict(attempt) for attempt in attempts],
+        "attempted": [attempt.record() for attempt in attempts],
         "model": model_info,
         "export": export_info,
         "modules": modules,
@@ -61,8 +78,11 @@ def dumps_sidecar(document: dict[str, Any]) -> str:
     parts = []
     for key, value in document.items():
         if key in _ONE_LINE_EACH and isinstance(value, dict) and value:
-            body = ",\n".join(f"  {json.dumps(name)}: {json.dumps(entry)}" for name, entry in value.items())
-            parts.append(f" {json.dumps(key)}: {{\n{body}\n }}")
+            # one call of the C encoder, then a line break after each entry: an entry's object ends in
+            # '}' and the next key starts with '"'; inside a string a quote is always escaped, so '}, "'
+            # occurs only between entries (and extra whitespace between tokens is valid JSON anyway)
+            body = json.dumps(value)[1:-1].replace('}, "', '},\n  "')
+            parts.append(f" {json.dumps(key)}: {{\n  {body}\n }}")
         else:
             parts.append(f" {json.dumps(key)}: " + json.dumps(value, indent=1).replace("\n", "\n "))
     return "{\n" + ",\n".join(parts) + "\n}\n"

@@ -47,6 +47,12 @@ class ExportContext:
     tuple of tensors named ``output_names``. The user's model sits in it as the
     attribute ``model``, so module names seen inside an export carry the prefix
     ``model.``; :meth:`model_qualname` strips it.
+
+    ``args`` are what a strategy captures and exports with: the user's example, widened
+    to size 2 on every dynamic axis where the example has size 0 or 1 (torch.export
+    specialises those sizes, and a trace at batch 1 may bake the 1 in). ``example_args``
+    are the user's own example, which verification runs. An axis the model cannot take
+    at another size is not in ``dynamic_axes``; ``notes`` says which and why.
     """
 
     model: "torch.nn.Module"
@@ -57,6 +63,8 @@ class ExportContext:
     dynamic_axes: dict[str, dict[int, str]] = field(default_factory=dict)
     opset: int | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    example_args: tuple["torch.Tensor", ...] = ()
+    notes: tuple[str, ...] = ()
 
     def model_qualname(self, exported_qualname: str) -> str:
         """Map a module name inside ``module`` to its name in the user's model ('' is the root)."""
@@ -71,6 +79,32 @@ class ExportContext:
     def is_dynamic(self) -> bool:
         return bool(self.dynamic_axes)
 
+    @property
+    def user_args(self) -> tuple["torch.Tensor", ...]:
+        """The user's example inputs (``args`` before widening)."""
+        return self.example_args or self.args
+
+    def with_static_axes(self, pinned: Mapping[str, set[int]], reason: str) -> "ExportContext":
+        """This context with ``pinned`` axes exported static at the user's example size.
+
+        For a strategy that finds, while capturing, that the model fixes an axis: the
+        axis leaves ``dynamic_axes``, takes the user's size again in ``args``, and a note
+        names it with ``reason``.
+        """
+        from dataclasses import replace
+
+        from .widening import static_axes_note, widen
+
+        axes = {
+            name: {axis: dim for axis, dim in dims.items() if axis not in pinned.get(name, set())}
+            for name, dims in self.dynamic_axes.items()
+        }
+        axes = {name: dims for name, dims in axes.items() if dims}
+        notes = [static_axes_note(self, name, axis, reason) for name, pinned_axes in pinned.items()
+                 for axis in sorted(pinned_axes) if axis in self.dynamic_axes.get(name, {})]
+        args = widen(self.user_args, self.input_names, axes)
+        return replace(self, args=args, dynamic_axes=axes, notes=self.notes + tuple(notes))
+
 
 @dataclass
 class TaggingResult:
@@ -81,13 +115,16 @@ class TaggingResult:
     may appear: the core folds them into their nearest kept ancestor when it builds
     tags. ``also`` lists further modules a node serves (a shared constant, a residual
     add). ``details`` is a JSON-serialisable section the sidecar keeps for this
-    strategy (an execution trace, statistics).
+    strategy (an execution trace, statistics). ``context`` is the context the file was
+    really exported with, when the strategy had to change it (an axis the model fixes,
+    see :meth:`ExportContext.with_static_axes`); the core verifies and records that one.
     """
 
     node_modules: dict[str, str]
     exporter: str
     also: dict[str, list[str]] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    context: ExportContext | None = None
 
 
 class TaggingStrategy(ABC):

@@ -9,8 +9,9 @@ the core strips that prefix so the wrapper never shows in a tag.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .strategy import WRAPPER_ATTRIBUTE
 
@@ -86,16 +87,19 @@ def wrap_model(model: "torch.nn.Module", input_names: list[str], by_keyword: boo
     return _WRAPPER_CLASS(model, input_names, by_keyword)
 
 
-def output_names(model: "torch.nn.Module", inputs: dict[str, "torch.Tensor"], by_keyword: bool) -> list[str]:
-    """Names of the flattened outputs, found by running the model once."""
+def run_model(model: "torch.nn.Module", inputs: dict[str, "torch.Tensor"], by_keyword: bool) -> Any:
+    """The model's output on ``inputs``, called the way the export wrapper calls it."""
     import torch
 
     keywords = fixed_keywords(model)
     with torch.no_grad():
         if by_keyword:
-            output = model(**inputs, **keywords)
-        else:
-            output = model(*inputs.values(), **keywords)
+            return model(**inputs, **keywords)
+        return model(*inputs.values(), **keywords)
+
+
+def output_names(output: Any) -> list[str]:
+    """Names of the flattened tensors of a model output, made unique."""
     names = [name for name, _ in flatten_outputs(output)]
     seen: dict[str, int] = {}
     unique = []
@@ -103,3 +107,31 @@ def output_names(model: "torch.nn.Module", inputs: dict[str, "torch.Tensor"], by
         seen[name] = seen.get(name, 0) + 1
         unique.append(name if seen[name] == 1 else f"{name}_{seen[name] - 1}")
     return unique
+
+
+EXPORTABLE_EXPERTS = "batched_mm"
+"""The mixture-of-experts implementation that exports: weights gathered per token, then one batched
+matmul. The grouped kernels sort tokens and loop over data-dependent group sizes, which no exporter
+can capture as a graph."""
+
+
+@contextlib.contextmanager
+def export_settings(model: "torch.nn.Module") -> Iterator[None]:
+    """Switch the model's library settings that only choose between kernels to exportable ones, for the
+    duration of an export; restored afterwards.
+
+    Today that is the experts implementation of models whose config offers one (the choice between
+    equivalent grouped, batched and looped expert kernels); the mathematics is unchanged.
+    """
+    configs = {id(config): config for module in model.modules()
+               if (config := getattr(module, "config", None)) is not None
+               and hasattr(config, "_experts_implementation_internal")}
+    saved = {key: config._experts_implementation_internal for key, config in configs.items()}
+    try:
+        for config in configs.values():
+            if config._experts_implementation_internal not in (None, EXPORTABLE_EXPERTS):
+                config._experts_implementation_internal = EXPORTABLE_EXPERTS
+        yield
+    finally:
+        for key, config in configs.items():
+            config._experts_implementation_internal = saved[key]

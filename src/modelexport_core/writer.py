@@ -46,7 +46,7 @@ _GRAPH_ATTRIBUTE_TYPES = (5, 10)  # AttributeProto.GRAPH, AttributeProto.GRAPHS
 
 def _tag_node(node: "onnx.NodeProto", tag: NodeTag, doc_string: str | None) -> None:
     props = node.metadata_props
-    if any(prop.key == TAG_KEY or prop.key == MODULE_KEY for prop in props):  # tagged before: replace
+    if props and any(prop.key == TAG_KEY or prop.key == MODULE_KEY for prop in props):  # tagged before: replace
         _set_property(node, TAG_KEY, tag.tag)
         _set_property(node, MODULE_KEY, tag.module)
     else:

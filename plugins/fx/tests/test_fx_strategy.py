@@ -98,7 +98,9 @@ def test_static_export_at_a_newer_opset_without_optimizer(tmp_path):
     assert {"q_norm", "k_norm", "left.proj", "right.proj"} <= set(e.result.node_modules.values())
 
 
-def test_axis_pinned_to_its_example_size_is_refused(tmp_path):
+def test_axis_pinned_to_its_example_size_is_exported_static_and_said(tmp_path):
+    import onnx
+
     class Fixed(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -108,8 +110,13 @@ def test_axis_pinned_to_its_example_size_is_refused(tmp_path):
             return self.proj(x.reshape(2, 6))  # the batch of 2 is baked in
 
     ctx = make_context(Fixed(), {"x": torch.randn(2, 3, 2)})
-    with pytest.raises(StrategyFailed, match=r"fixes input 'x' axis 0 \('batch'\).*--static"):
-        FxStrategy().export(ctx, tmp_path / "m.onnx")
+    result = FxStrategy().export(ctx, tmp_path / "m.onnx")
+    assert result.context is not None and result.context.dynamic_axes == {}
+    assert result.context.notes == (
+        "input 'x' axis 0 ('batch') is exported static at size 2: torch.export found that the model's code fixes this size",
+    )
+    graph_input = onnx.load(str(tmp_path / "m.onnx")).graph.input[0]
+    assert [d.dim_value for d in graph_input.type.tensor_type.shape.dim] == [2, 3, 2]
 
 
 def test_gpt2_with_cache_on_in_its_config_still_exports(tmp_path):

@@ -2,9 +2,9 @@
 
 torch.export gets ``Dim.AUTO`` for every axis the user wants dynamic, so it can infer
 ranges (a sequence bounded by a position table) and equalities (an ids tensor and its
-mask share the sequence) without constraint errors. An axis the model pins to its
-example size is then refused with a clear reason instead of being exported static in
-silence. In the ONNX file the symbols torch.export invented (``s85``) are renamed to
+mask share the sequence) without constraint errors. The core widens example axes of size
+0 or 1 before capture (torch.export would specialise them); an axis the model's own code
+still pins is exported static, and the user is told which and why. In the ONNX file the symbols torch.export invented (``s85``) are renamed to
 the user's axis names; two different symbols the user gave one name (the source and
 target lengths of a sequence-to-sequence model) keep distinct names.
 """
@@ -43,27 +43,33 @@ def _user_input_values(program: "torch.export.ExportedProgram") -> list[Any]:
     return [by_name[name].meta.get("val") for name in names if name in by_name]
 
 
-def require_dynamic_axes(program: "torch.export.ExportedProgram", ctx: ExportContext) -> dict[str, dict[int, str]]:
-    """Check every requested dynamic axis stayed symbolic; returns input -> {axis: symbol}.
-
-    Raises :class:`StrategyFailed` naming the first axis the model fixed to its example size.
-    """
+def specialized_axes(program: "torch.export.ExportedProgram", ctx: ExportContext) -> dict[str, set[int]]:
+    """The requested dynamic axes that torch.export made constant: the model's code fixes their size."""
     from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
-    symbols: dict[str, dict[int, str]] = {}
-    values = _user_input_values(program)
-    for name, value in zip(ctx.input_names, values):
-        for axis, axis_name in ctx.dynamic_axes.get(name, {}).items():
+    pinned: dict[str, set[int]] = {}
+    for name, value in zip(ctx.input_names, _user_input_values(program)):
+        for axis in ctx.dynamic_axes.get(name, {}):
             size = value.shape[axis] if value is not None and axis < value.dim() else None
-            if size is not None and not is_concrete_int(size):
-                symbols.setdefault(name, {})[axis] = str(size)
-                continue
-            size = int(size) if size is not None else None
-            hint = " (torch.export fixes sizes 0 and 1; give example inputs of size >= 2)" if size in (0, 1) else ""
-            raise StrategyFailed(
-                f"the model fixes input {name!r} axis {axis} ({axis_name!r}) to its example size {size}{hint}; "
-                "export with --static or with other example sizes"
-            )
+            if size is None or is_concrete_int(size):
+                pinned.setdefault(name, set()).add(axis)
+    return pinned
+
+
+def dynamic_symbols(program: "torch.export.ExportedProgram", ctx: ExportContext) -> dict[str, dict[int, str]]:
+    """Input -> {axis: symbol} for every requested dynamic axis; raises if torch.export fixed one."""
+    pinned = specialized_axes(program, ctx)
+    if pinned:
+        name = sorted(pinned)[0]
+        axis = sorted(pinned[name])[0]
+        raise StrategyFailed(
+            f"the model fixes input {name!r} axis {axis} ({ctx.dynamic_axes[name][axis]!r}) to its example size; "
+            "export with --static or with other example sizes"
+        )
+    symbols: dict[str, dict[int, str]] = {}
+    for name, value in zip(ctx.input_names, _user_input_values(program)):
+        for axis in ctx.dynamic_axes.get(name, {}):
+            symbols.setdefault(name, {})[axis] = str(value.shape[axis])
     return symbols
 
 

@@ -91,22 +91,31 @@ class FxStrategy(TaggingStrategy):
 
         from .attribution import attribute_nodes, fx_node_modules, known_module_names
         from .capture import math_sdpa
-        from .shapes import require_dynamic_axes
+        from .custom_ops import decompose_custom_ops
+        from .shapes import dynamic_symbols, specialized_axes
         from .to_onnx import program_to_onnx, save
 
         opset = resolve_opset(ctx)
         optimize = bool(ctx.options.get("optimize", True))
+        captured_ctx = ctx
         with math_sdpa(bool(ctx.options.get("math_sdpa", True))):
             capture = self._capture(ctx)
-            symbols = require_dynamic_axes(capture.program, ctx) if ctx.dynamic_axes else {}
+            pinned = specialized_axes(capture.program, ctx) if ctx.dynamic_axes else {}
+            if pinned:
+                # the model's code fixes these sizes: capture again with them static, and say so
+                captured_ctx = ctx.with_static_axes(pinned, "torch.export found that the model's code fixes this size")
+                capture = self._capture(captured_ctx)
+            symbols = dynamic_symbols(capture.program, captured_ctx) if captured_ctx.dynamic_axes else {}
+            ctx = captured_ctx
+            program = decompose_custom_ops(capture.program)
             try:
-                onnx_program, renames = program_to_onnx(capture.program, ctx, opset, optimize)
+                onnx_program, renames = program_to_onnx(program, ctx, opset, optimize)
             except Exception as error:
                 raise StrategyFailed(f"the dynamo ONNX exporter failed: {one_line_reason(error)}") from error
         known = known_module_names(ctx.module)
         fx_modules = fx_node_modules(onnx_program.exported_program, known)
         front_end = capture.front_end
-        del capture  # the programs hold graphs and tensors the saved file no longer needs
+        del capture, program  # the programs hold graphs and tensors the saved file no longer needs
         save(onnx_program, Path(onnx_path))
         del onnx_program
         onnx_model = load_graph(Path(onnx_path))  # the graph only: its weights stay in the file
@@ -114,6 +123,7 @@ class FxStrategy(TaggingStrategy):
         return TaggingResult(
             node_modules=attribution.node_modules,
             exporter="dynamo",
+            context=captured_ctx if pinned else None,
             details={
                 "front_end": front_end,
                 "opset": opset,
