@@ -12,7 +12,7 @@ from .context import make_context
 from .errors import AllStrategiesFailedError, ModelExportError
 from .export import ExportOptions, example_inputs, node_tags_from_result, run_strategies, strategy_chain
 from .models import LoadedModel
-from .onnx_file import check_graph, load_graph, save_nodes
+from .onnx_file import check_graph, load_graph, save_graph
 from .plugins import StrategyInfo
 from .reference import dynamo_node_modules, torchscript_node_modules
 from .strategy import ExportContext
@@ -76,7 +76,7 @@ def compare_one(
     node_tags = node_tags_from_result(model, result, tags)
     write_tags(model, node_tags, strategy=info.name)
     check_graph(model, onnx_path)
-    save_nodes(model, onnx_path, onnx_path.with_name("tagged.onnx"))
+    save_graph(model, onnx_path, onnx_path.with_name("tagged.onnx"))
     finished, peak = time.perf_counter(), peak_mb()
     module_names = [name for name, _ in ctx.module.named_modules()]
     reference = reference_modules(model, result.exporter, module_names)

@@ -156,7 +156,7 @@ def load_graph(path: Path) -> "onnx.ModelProto":
     """The model in ``path`` with every initializer a stub: its nodes, inputs, outputs and metadata, no weights.
 
     Nodes are read as they are (a ``Constant`` node keeps its value). Use it to read or
-    tag the graph; :func:`save_nodes` writes tagged nodes back beside the original weights,
+    tag the graph; :func:`save_graph` writes it back beside the original weights,
     :func:`check_graph` runs the ONNX checker on it.
     """
     import onnx
@@ -291,9 +291,6 @@ def _write_model(shell: "onnx.ModelProto", pieces: list, source: BinaryIO | None
                 raise ValueError(f"tensor {piece.header.name!r} wrote {written} bytes, not {piece.nbytes}")
         pending += data[graph.end:]
         _write_all(out, pending)
-
-
-save_nodes = save_graph  # the first name of it, when only nodes were edited
 
 
 def check_graph(model: "onnx.ModelProto", source: Path) -> None:
