@@ -156,15 +156,21 @@ def synthetic(nodes: int, workdir: Path) -> dict[str, float]:
             return x
 
     model = Synthetic()
-    graph_nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"n{i}") for i in range(nodes)]
+    per_part = max(nodes // 1000, 1)
+
+    def module(i: int) -> str:
+        return f"blocks.{i // per_part // 10 % 100}.parts.{i // per_part % 10}"
+
+    # names as an exporter writes them through the core's wrapper, so the core's renaming has work to do
+    graph_nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"/model/{module(i)}/Relu_{i}")
+                   for i in range(nodes)]
     graph = helper.make_graph(graph_nodes, "synthetic",
                               [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2])],
                               [helper.make_tensor_value_info(f"v{nodes}", TensorProto.FLOAT, [2])])
     onnx_path = workdir / "synthetic.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(onnx_path))
-    per_part = max(nodes // 1000, 1)
     result = TaggingResult(
-        node_modules={f"n{i}": f"blocks.{i // per_part // 10 % 100}.parts.{i // per_part % 10}" for i in range(nodes)},
+        node_modules={f"/model/{module(i)}/Relu_{i}": module(i) for i in range(nodes)},
         exporter="torchscript",
     )
     loaded = LoadedModel(model, "synthetic", "factory")

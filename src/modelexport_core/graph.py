@@ -108,7 +108,11 @@ def _graphs(graph: "onnx.GraphProto") -> list["onnx.GraphProto"]:
     """A graph and every subgraph of its nodes (If/Loop/Scan bodies), depth first."""
     found = [graph]
     for node in graph.node:
+        if not node.attribute:
+            continue
         for attribute in node.attribute:
+            if attribute.type not in (5, 10):  # AttributeProto.GRAPH, GRAPHS
+                continue
             subgraphs = ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs)
             for subgraph in subgraphs:
                 found.extend(_graphs(subgraph))
@@ -125,11 +129,12 @@ def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
     """
     graphs = _graphs(graph)
     values = {name for g in graphs for name in _value_names(g)}
-    value_map = {name: new for name in values if (new := _unwrapped(name)) != name}
+    prefixes = (f"/{WRAPPER_ATTRIBUTE}/", f"{WRAPPER_ATTRIBUTE}.")  # what _unwrapped strips; str.startswith is C
+    value_map = {name: _unwrapped(name) for name in values if name.startswith(prefixes)}
     value_map = {old: new for old, new in value_map.items() if new not in values or new in value_map}
     node_names = {node.name for g in graphs for node in g.node}
-    node_map = {node.name: new for g in graphs for node in g.node
-                if (new := _unwrapped(node.name)) != node.name and new not in node_names}
+    node_map = {name: new for name in node_names if name.startswith(prefixes)
+                if (new := _unwrapped(name)) not in node_names}
     if not value_map and not node_map:
         return node_map
     for g in graphs:
@@ -150,6 +155,10 @@ def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
 
 
 def _value_names(graph: "onnx.GraphProto") -> set[str]:
-    names = {value for node in graph.node for value in (*node.input, *node.output) if value}
+    names: set[str] = set()
+    for node in graph.node:
+        names.update(node.input)
+        names.update(node.output)
+    names.discard("")
     names |= {holder.name for holder in (*graph.input, *graph.output, *graph.value_info, *graph.initializer)}
     return names

@@ -152,6 +152,27 @@ def _stub_tensor(reader: _Reader, tensor: _Field, file_name: str) -> bytes:
     return _encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED) + _encode_varint(len(body)) + body
 
 
+_scanned: dict[tuple, list[_Field]] = {}
+"""The initializer fields of the file last read by load_graph, so save_graph need not walk it again."""
+
+
+def _file_key(path: Path) -> tuple:
+    status = os.stat(path)
+    return (os.path.realpath(path), status.st_size, status.st_mtime_ns, status.st_ino)
+
+
+def _remember_initializers(path: Path, fields: list[_Field]) -> None:
+    _scanned.clear()
+    _scanned[_file_key(path)] = fields
+
+
+def _read_span(stream: BinaryIO, start: int, end: int) -> bytes:
+    if end <= start:
+        return b""
+    stream.seek(start)
+    return stream.read(end - start)
+
+
 def load_graph(path: Path) -> "onnx.ModelProto":
     """The model in ``path`` with every initializer a stub: its nodes, inputs, outputs and metadata, no weights.
 
@@ -166,11 +187,16 @@ def load_graph(path: Path) -> "onnx.ModelProto":
         reader = _Reader(stream)
         graph = _graph_field(reader, size)
         graph_parts = []
+        initializers = []
+        run_start = graph.value_start  # fields other than initializers are read in runs, not one by one
         for field in _fields(reader, graph.value_start, graph.end):
             if field.number == _GRAPH_INITIALIZER:
+                graph_parts.append(_read_span(stream, run_start, field.start))
                 graph_parts.append(_stub_tensor(reader, field, Path(path).name))
-            else:
-                graph_parts.append(reader.read(field.start, field.end - field.start))
+                initializers.append(field)
+                run_start = field.end
+        graph_parts.append(_read_span(stream, run_start, graph.end))
+        _remember_initializers(path, initializers)
         graph_bytes = b"".join(graph_parts)
         head = reader.read(0, graph.start) if graph.start else b""
         stream.seek(graph.end)
@@ -228,7 +254,9 @@ def save_graph(model: "onnx.ModelProto", source: Path, target: Path) -> None:
     with open(source, "rb") as stream:
         reader = _Reader(stream)
         graph = _graph_field(reader, size)
-        sources = [f for f in _fields(reader, graph.value_start, graph.end) if f.number == _GRAPH_INITIALIZER]
+        sources = _scanned.get(_file_key(source))
+        if sources is None:
+            sources = [f for f in _fields(reader, graph.value_start, graph.end) if f.number == _GRAPH_INITIALIZER]
         stubs = model.graph.initializer
         if len(sources) != len(stubs):
             raise ValueError(f"{source} has {len(sources)} initializers, the edited graph {len(stubs)}")
