@@ -24,20 +24,27 @@ FACTORY = f"{ROOT / 'benchmarks' / 'bench_models.py'}:scaled_bert"
 
 
 def _timed_exporter():
-    """Wrap torch.onnx.export so the seconds spent in it are counted apart from the strategy's own work."""
+    """Wrap torch.onnx.export and torch.export.export (the capture) so their seconds count apart from the strategy's."""
+    import torch.export
     import torch.onnx
 
     spent = [0.0]
-    original = torch.onnx.export
+    depth = [0]
 
-    def export(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            spent[0] += time.perf_counter() - started
+    def timed(original):
+        def export(*args, **kwargs):
+            depth[0] += 1
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:  # torch.onnx.export may call torch.export.export itself
+                    spent[0] += time.perf_counter() - started
+        return export
 
-    torch.onnx.export = export
+    torch.onnx.export = timed(torch.onnx.export)
+    torch.export.export = timed(torch.export.export)
     return spent
 
 
@@ -210,6 +217,7 @@ def main() -> int:
     parser.add_argument("--strategies", default="builtin_tracking,fx")
     parser.add_argument("--synthetic", type=int, default=100_000, help="nodes of the synthetic graph (0: skip)")
     parser.add_argument("--output", type=Path, default=DOC)
+    parser.add_argument("--section", default="scaling", help="name of the section of the file to replace")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     import tempfile
@@ -265,7 +273,7 @@ def main() -> int:
             "(about 0.2 s on an idle core of this kind): divide by that factor for an idle machine.",
         ]
     text = "\n".join(lines).replace("LOAD_AFTER", load())
-    replace_section(args.output, "scaling", "## Scaling with graph size\n\n" + text)
+    replace_section(args.output, args.section, "## Scaling with graph size\n\n" + text)
     print(text)
     return 0
 
