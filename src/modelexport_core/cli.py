@@ -87,10 +87,7 @@ def _quiet_libraries(verbose: bool = False) -> None:
 
     if verbose:
         return
-    for name in ("torch", "torch.onnx", "torch._export", "torch.export", "onnxscript", "huggingface_hub"):
-        logging.getLogger(name).setLevel(logging.ERROR)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TORCH_LOGS", "-all")
     try:
         import transformers
 
@@ -98,6 +95,9 @@ def _quiet_libraries(verbose: bool = False) -> None:
         transformers.logging.disable_progress_bar()
     except ImportError:
         pass
+    # after the imports: torch sets its loggers' levels when it loads
+    for name in ("torch", "torch.onnx", "torch._export", "torch.export", "onnxscript", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def _print_details(attempts: list) -> None:
@@ -185,6 +185,8 @@ def export(
     do_verify: bool = typer.Option(True, "--verify/--no-verify", help="Compare onnxruntime with PyTorch"),
     atol: float = typer.Option(1e-4, "--atol", help="Largest absolute difference verification accepts"),
     doc_string: bool = typer.Option(False, "--doc-string", help="Also write the JSON hierarchy into each node's doc_string"),
+    viewer_keys: bool = typer.Option(True, "--viewer-keys/--no-viewer-keys", help="Also write `namespace` (Model Explorer) and `layer_ann` (onnxruntime) on each node"),
+    strip_paths: bool = typer.Option(False, "--strip-source-paths", help="Remove stack traces and other source file paths from the file"),
     static: bool = typer.Option(False, "--static", help="Fixed input shapes (default: dynamic batch and sequence)"),
     strategy_option: List[str] = typer.Option([], "--option", "-O", help="Strategy option STRATEGY.NAME=VALUE (see `modelexport strategies`)"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
@@ -206,6 +208,8 @@ def export(
             verify=do_verify,
             atol=atol,
             doc_string=doc_string,
+            viewer_keys=viewer_keys,
+            strip_source_paths=strip_paths,
             input_specs=input_specs,
             strategy_options=parse_assignments(strategy_option),
         )
@@ -289,28 +293,47 @@ class _TagCommand(typer.core.TyperCommand):
 
 @app.command(cls=_TagCommand)
 def tag(
-    onnx_file: Path = typer.Argument(..., help="An ONNX file exported elsewhere"),
-    model: str = typer.Option(..., "--model", "-m", help="The PyTorch model it was exported from (as for export)"),
+    onnx_file: Path = typer.Argument(..., help="An ONNX file exported elsewhere, or derived from a tagged file"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="The PyTorch model it was exported from (as for export)"),
+    source: Optional[Path] = typer.Option(None, "--from", help="The tagged file ONNX_FILE was made from (optimized, quantized, simplified)"),
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the tagged copy"),
-    strategy: Optional[str] = typer.Option("usage_based", "--strategy", "-s", help="Strategies to try in order"),
+    strategy: Optional[str] = typer.Option("usage_based", "--strategy", "-s", help="Strategies to try in order (with --model)"),
     torch_module: bool = typer.Option(False, "--torch-module", help="Keep torch.nn modules in tags"),
     input_specs: Optional[Path] = typer.Option(None, "--input-specs", help="JSON file of input names, shapes, dtypes"),
     doc_string: bool = typer.Option(False, "--doc-string", help="Also write the JSON hierarchy into each node's doc_string"),
+    viewer_keys: bool = typer.Option(True, "--viewer-keys/--no-viewer-keys", help="Also write `namespace` and `layer_ann` on each node"),
+    strip_paths: bool = typer.Option(False, "--strip-source-paths", help="Remove stack traces and other source file paths"),
     strategy_option: List[str] = typer.Option([], "--option", "-O", help="Strategy option STRATEGY.NAME=VALUE"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show each failed attempt's whole message and library logs"),
 ) -> None:
-    """Tag an existing ONNX file with the modules of MODEL, from the graph and the parameters alone."""
+    """Tag an ONNX file: with the modules of MODEL (--model), or from the tagged file it was derived from (--from)."""
     from .export import ExportOptions, check_before_tagging, tag_existing
     from .models import load_model
     from .options import parse_assignments
     from .progress import progress_display
 
     with _user_errors(verbose):
+        if (model is None) == (source is None):
+            _fail("give either --model (the PyTorch model) or --from (the tagged file it was made from), not both" if model
+                  else "give --model (the PyTorch model) or --from (the tagged file ONNX_FILE was made from)")
+        if source is not None:
+            from .derived import tag_derived
+
+            report = tag_derived(onnx_file, source, output, viewer_keys=viewer_keys)
+            if as_json:
+                print(json.dumps({"output": str(report.output), "sidecar": str(report.sidecar), "nodes": report.nodes,
+                                  "coverage": report.coverage, "found_by": report.counts}))
+                return
+            found = ", ".join(f"{n} by {how.replace('_', ' ')}" for how, n in sorted(report.counts.items()))
+            console.print(f"output    {report.output}  (+ {report.sidecar.name})", highlight=False)
+            console.print(f"nodes     {report.nodes}, {report.coverage:.0%} tagged ({found})", highlight=False)
+            return
         _quiet_libraries(verbose)
         options = ExportOptions(
             strategies=_split_strategies(strategy), keep_torch_modules=torch_module, input_specs=input_specs,
-            doc_string=doc_string, strategy_options=parse_assignments(strategy_option),
+            doc_string=doc_string, viewer_keys=viewer_keys, strip_source_paths=strip_paths,
+            strategy_options=parse_assignments(strategy_option),
         )
         check_before_tagging(onnx_file, output, options)
         with progress_display(err_console, enabled=not as_json) as progress, _stdout_kept_for(as_json):
@@ -427,6 +450,166 @@ def inspect(
         grow(tree, root, 1)
         console.print(tree)
         console.print(f"{node_count} nodes, {node_count - untagged} tagged ({(node_count - untagged) / max(node_count, 1):.0%})")
+
+
+@app.command()
+def nodes(
+    onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
+    module: str = typer.Option(..., "--module", "-m", help="named_modules() name (blocks.0) or tag (/Model/Block.0)"),
+    ops: Optional[str] = typer.Option(None, "--ops", help="Only these op types, comma-separated (MatMul,Gemm)"),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list"),
+) -> None:
+    """Print the node names of a module and its descendants, one a line (for nodes_to_exclude, partitioners)."""
+    from .nodes import module_nodes
+
+    with _user_errors():
+        found = module_nodes(onnx_file, module, set(_split_strategies(ops) or []) or None)
+        if as_json:
+            print(json.dumps(found.names))
+            return
+        for name in found.names:
+            print(name)
+
+
+@app.command()
+def extract(
+    onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
+    module: str = typer.Option(..., "--module", "-m", help="named_modules() name or tag of the module to cut out"),
+    output: Path = typer.Option(..., "--output", "-o", help="Where to write the part"),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+) -> None:
+    """Write one module and its descendants as a standalone model; its inputs and outputs keep their names."""
+    from dataclasses import asdict
+
+    from .extract import extract_module
+
+    with _user_errors():
+        report = extract_module(onnx_file, module, output)
+        if as_json:
+            print(json.dumps(asdict(report), default=str))
+            return
+        table = Table(show_header=False, box=None, pad_edge=False)
+        table.add_row("output", str(report.output))
+        table.add_row("module", f"{report.module or '(root)'}  {report.tag}")
+        table.add_row("nodes", f"{report.nodes}, {report.initializers} initializers")
+        table.add_row("inputs", ", ".join(report.inputs))
+        table.add_row("outputs", ", ".join(report.outputs))
+        console.print(table)
+
+
+@app.command()
+def profile(
+    onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
+    runs: int = typer.Option(10, "--runs", min=1, help="Timed runs after one warm-up"),
+    level: str = typer.Option("all", "--level", help="onnxruntime graph optimization: disabled, basic, extended, all"),
+    node_data: Optional[Path] = typer.Option(None, "--node-data", help="Write Model Explorer's per-node data JSON here"),
+    depth: int = typer.Option(0, "--depth", help="Show modules this many levels deep (0: all)"),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON"),
+) -> None:
+    """Time each module in onnxruntime on generated inputs: self and cumulative time, share of the total."""
+    from dataclasses import asdict
+
+    from rich.tree import Tree
+
+    from .profiling import LEVELS, profile_file, write_node_data
+
+    with _user_errors():
+        if level not in LEVELS:
+            _fail(f"--level takes one of {', '.join(LEVELS)}, not {level!r}")
+        report = profile_file(onnx_file, runs, level)
+        if node_data is not None:
+            write_node_data(report, node_data)
+        if as_json:
+            print(json.dumps({"file": str(report.path), "runs": report.runs, "level": report.level,
+                              "total_us": report.total_us, "fused_nodes": report.fused,
+                              "modules": [asdict(m) for m in report.modules], "nodes": report.node_us,
+                              "node_tags": report.node_tags}))
+            return
+        branches: dict[str, Tree] = {}
+        tree: Tree | None = None
+        for row in report.modules:
+            level_of = row.tag.count("/")
+            if depth and level_of > depth:
+                continue
+            label = (f"[bold]{row.tag.rsplit('/', 1)[-1]}[/]  [cyan]{row.total_us / 1000:.3f} ms[/] "
+                     f"{row.share:6.1%}  [dim]self {row.self_us / 1000:.3f} ms, {row.nodes} nodes[/]")
+            parent = branches.get(row.tag.rsplit("/", 1)[0])
+            branches[row.tag] = parent.add(label) if parent is not None else Tree(label)
+            tree = tree or branches[row.tag]
+        if tree is not None:
+            console.print(tree)
+        console.print(f"{report.total_us / 1000:.3f} ms per run over {report.runs} runs, optimization {report.level}; "
+                      f"{report.fused} of the nodes run are onnxruntime's own (fused or converted), tagged through their names and data flow",
+                      highlight=False)
+        if node_data is not None:
+            console.print(f"node data for Model Explorer: {node_data}", highlight=False)
+
+
+@app.command()
+def numerics(
+    model: str = typer.Argument(..., help="The PyTorch model the file was exported from (as for export)"),
+    onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
+    input_specs: Optional[Path] = typer.Option(None, "--input-specs", help="JSON file of input names, shapes, dtypes"),
+    atol: float = typer.Option(1e-4, "--atol", help="Absolute tolerance"),
+    rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance, of the largest PyTorch value"),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON"),
+) -> None:
+    """Compare each module's output in PyTorch and onnxruntime; show where the difference comes in."""
+    from dataclasses import asdict
+
+    from .models import load_model
+    from .numerics import compare_numerics
+    from .progress import progress_display
+
+    with _user_errors():
+        _quiet_libraries()
+        with progress_display(err_console, enabled=not as_json) as progress, _stdout_kept_for(as_json):
+            progress(f"loading {model}")
+            loaded = load_model(model)
+            progress("running PyTorch and onnxruntime")
+            report = compare_numerics(loaded, onnx_file, input_specs=input_specs, atol=atol, rtol=rtol)
+        if as_json:
+            print(json.dumps({"file": str(report.path), "atol": report.atol, "rtol": report.rtol,
+                              "first_divergent": report.first_divergent,
+                              "modules": [asdict(m) for m in report.modules]}))
+            return
+        table = Table(title=f"PyTorch against onnxruntime per module (atol {atol:g}, rtol {rtol:g})")
+        for column in ("module", "max abs", "max rel", "inputs max abs", ""):
+            table.add_column(column, justify="left" if column in ("module", "") else "right")
+
+        def number(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.2e}"
+
+        for row in report.modules:
+            mark = "[bold red]error comes in here[/]" if row.error_enters else ("[yellow]differs[/]" if row.diverges else "")
+            table.add_row(row.module or "(root)", number(row.max_abs), number(row.max_rel), number(row.input_max_abs), mark)
+        console.print(table)
+        if report.first_divergent:
+            console.print("first divergent: " + ", ".join(m or "(root)" for m in report.first_divergent), highlight=False)
+        else:
+            console.print("no module differs beyond the tolerance", highlight=False)
+
+
+@app.command()
+def validate(
+    onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON"),
+) -> None:
+    """Check a tagged file: ONNX checker, every node tagged, tags well formed, sidecar in agreement."""
+    from .validate import validate_file
+
+    with _user_errors():
+        result = validate_file(onnx_file)
+        if as_json:
+            print(json.dumps({"file": str(result.path), "ok": result.ok, "nodes": result.nodes,
+                              "tagged": result.tagged, "problems": result.problems}))
+        elif result.ok:
+            console.print(f"{result.path}: valid, {result.nodes} nodes, all tagged", highlight=False)
+        else:
+            for problem in result.problems:
+                err_console.print(f"[red]problem:[/] {problem}", highlight=False, soft_wrap=True)
+        if not result.ok:
+            _fail(f"{result.path} has {len(result.problems)} problem(s)")
 
 
 def main() -> None:

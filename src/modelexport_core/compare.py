@@ -19,7 +19,7 @@ from .strategy import ExportContext
 from .tags import HierarchyTags
 from .testing import sibling_contamination
 from .wrapper import export_settings
-from .writer import write_tags
+from .writer import NodeTag, write_tags
 
 
 @dataclass
@@ -48,6 +48,27 @@ def reference_modules(onnx_model, exporter: str, module_names: list[str]) -> dic
     if exporter == "dynamo":
         return dynamo_node_modules(onnx_model)
     return torchscript_node_modules(onnx_model, module_names)
+
+
+@dataclass
+class Agreement:
+    """How a graph's node tags match PyTorch's records of the same graph."""
+
+    reference_nodes: int  # nodes for which PyTorch recorded a module
+    agreement: float | None  # share of those whose tag matches the record
+    contaminated: int  # nodes given to a sibling layer
+
+
+def measure_agreement(
+    onnx_model, node_tags: dict[str, NodeTag], exporter: str, tags: HierarchyTags, module_names: list[str]
+) -> Agreement:
+    """Compare ``node_tags`` with PyTorch's records in ``onnx_model``; ``module_names`` are the wrapper's."""
+    reference = reference_modules(onnx_model, exporter, module_names)
+    known = {node: module for node, module in reference.items() if module is not None}
+    agreeing = sum(1 for node, module in known.items() if node_tags[node].tag == tags.tag_of(module))
+    contaminated = sibling_contamination({n: t.module for n, t in node_tags.items()},
+                                         {n: tags.kept_module(m) for n, m in known.items()})
+    return Agreement(len(known), agreeing / len(known) if known else None, len(contaminated))
 
 
 def compare_one(
@@ -79,19 +100,16 @@ def compare_one(
     save_graph(model, onnx_path, onnx_path.with_name("tagged.onnx"))
     finished, peak = time.perf_counter(), peak_mb()
     module_names = [name for name, _ in ctx.module.named_modules()]
-    reference = reference_modules(model, result.exporter, module_names)
-    known = {node: module for node, module in reference.items() if module is not None}
-    agreeing = sum(1 for node, module in known.items() if node_tags[node].tag == tags.tag_of(module))
+    measured = measure_agreement(model, node_tags, result.exporter, tags, module_names)
     comparison = StrategyComparison(
         strategy=info.name,
         status="ok",
         exporter=result.exporter,
         nodes=len(model.graph.node),
         coverage=sum(1 for node in model.graph.node if node.name in result.node_modules) / max(len(model.graph.node), 1),
-        reference_nodes=len(known),
-        agreement=agreeing / len(known) if known else None,
-        contaminated=len(sibling_contamination({n: t.module for n, t in node_tags.items()},
-                                               {n: tags.kept_module(m) for n, m in known.items()})),
+        reference_nodes=measured.reference_nodes,
+        agreement=measured.agreement,
+        contaminated=measured.contaminated,
         seconds=finished - started,
     )
     return comparison, finished, peak

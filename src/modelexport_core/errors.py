@@ -52,3 +52,19 @@ class VerificationError(ModelExportError):
 
 class StrategyOptionError(ModelExportError):
     """A ``-O strategy.option=value`` that names no option or has a bad value."""
+
+
+class OnnxFileError(ModelExportError):
+    """An ONNX file given to a tool is missing or cannot be read."""
+
+
+class NotTaggedError(ModelExportError):
+    """A tool needs a tagged ONNX file and the one given carries no tags."""
+
+
+class UnknownModuleError(ModelExportError):
+    """A module name or tag that the tagged file does not hold."""
+
+
+class ToolRunError(ModelExportError):
+    """onnxruntime could not run a file a tool made or was given."""

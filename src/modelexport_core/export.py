@@ -28,6 +28,7 @@ from .options import resolve_options
 from .plugins import StrategyInfo, get_strategies, get_strategy
 from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
 from .strategy import ExportContext, StrategyFailed, StrategyUnavailable, TaggingResult
+from .source_paths import strip_source_paths
 from .tags import HierarchyTags
 from .verify import Verification, verify
 from .wrapper import export_settings
@@ -51,6 +52,8 @@ class ExportOptions:
     verify: bool = True
     atol: float = 1e-4
     doc_string: bool = False
+    viewer_keys: bool = True  # also write `namespace` and `layer_ann` (Model Explorer, onnxruntime)
+    strip_source_paths: bool = False  # drop stack traces and other source paths from the file
     input_specs: Path | None = None
     strategy_options: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -196,6 +199,8 @@ def _sidecar_document(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt
         "notes": list(ctx.notes),
         "torch_modules_kept": options.keep_torch_modules,
         "doc_string": options.doc_string,
+        "viewer_keys": options.viewer_keys,
+        "source_paths_stripped": options.strip_source_paths,
         "verification": None
         if verification is None
         else {"atol": verification.atol, "max_abs_diff": verification.max_abs_diff, "passed": verification.passed,
@@ -309,7 +314,10 @@ def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: P
         node_modules = {renamed.get(name, name): module for name, module in node_modules.items()}
         also = {renamed.get(name, name): modules for name, modules in also.items()}
     node_tags = node_tags_from_result(model, replace(result, node_modules=node_modules, also=also), run.tags)
-    write_tags(model, node_tags, doc_string=run.options.doc_string, strategy=strategy)
+    write_tags(model, node_tags, doc_string=run.options.doc_string, strategy=strategy,
+               viewer_keys=run.options.viewer_keys)
+    if run.options.strip_source_paths:
+        strip_source_paths(model)
     try:
         check_graph(model, onnx_path)  # the tagged graph, against the weights still in the file
     except Exception as error:

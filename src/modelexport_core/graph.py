@@ -35,7 +35,7 @@ class GraphIndex:
             for value in node.output:
                 if value:
                     producer[value] = i
-            for value in _used_values(node):
+            for value in used_values(node):
                 consumers[value].append(i)
         return cls(keys, producer, dict(consumers))
 
@@ -43,10 +43,10 @@ class GraphIndex:
         return sorted({c for value in graph.node[i].output if value for c in self.consumers.get(value, [])})
 
     def node_producers(self, graph: "onnx.GraphProto", i: int) -> list[int]:
-        return sorted({self.producer[v] for v in _used_values(graph.node[i]) if v in self.producer})
+        return sorted({self.producer[v] for v in used_values(graph.node[i]) if v in self.producer})
 
 
-def _used_values(node: "onnx.NodeProto") -> list[str]:
+def used_values(node: "onnx.NodeProto") -> list[str]:
     """Inputs of a node, including values its subgraphs (If/Loop/Scan bodies) read from outside."""
     used = [value for value in node.input if value]
     for attribute in node.attribute:
@@ -54,7 +54,7 @@ def _used_values(node: "onnx.NodeProto") -> list[str]:
             produced = {o for n in subgraph.node for o in n.output} | {i.name for i in subgraph.input}
             produced |= {init.name for init in subgraph.initializer}
             for sub_node in subgraph.node:
-                used.extend(v for v in _used_values(sub_node) if v and v not in produced)
+                used.extend(v for v in used_values(sub_node) if v and v not in produced)
     return used
 
 

@@ -1,4 +1,12 @@
-"""Writing hierarchy tags into an ONNX model: node metadata and, optionally, doc strings."""
+"""Writing hierarchy tags into an ONNX model: node metadata and, optionally, doc strings.
+
+Besides its own keys, a tagged node carries the keys other tools read: ``namespace`` (the
+tag path; Model Explorer's ONNX adapter builds its collapsible layers from it, split on
+``/``) and ``layer_ann`` (the tag with a trailing ``/``; onnxruntime's
+``session.layer_assignment_settings`` matches it by prefix, so ``.../Layer.1/`` takes a
+module with its descendants and never ``.../Layer.10``). A ``namespace`` PyTorch wrote
+before is kept under ``pkg.torch.onnx.namespace``.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +21,9 @@ if TYPE_CHECKING:
 
 TAG_KEY = "modelexport.tag"
 MODULE_KEY = "modelexport.module"
+NAMESPACE_KEY = "namespace"
+LAYER_KEY = "layer_ann"
+TORCH_NAMESPACE_KEY = "pkg.torch.onnx.namespace"
 
 
 @dataclass(frozen=True)
@@ -41,46 +52,61 @@ def _doc_string(tag: NodeTag, strategy: str) -> str:
     )
 
 
-_GRAPH_ATTRIBUTE_TYPES = (5, 10)  # AttributeProto.GRAPH, AttributeProto.GRAPHS
+def node_property(node: "onnx.NodeProto", key: str) -> str | None:
+    return next((prop.value for prop in node.metadata_props if prop.key == key), None)
 
 
-def _tag_node(node: "onnx.NodeProto", tag: NodeTag, doc_string: str | None) -> None:
-    props = node.metadata_props
-    if props and any(prop.key == TAG_KEY or prop.key == MODULE_KEY for prop in props):  # tagged before: replace
-        _set_property(node, TAG_KEY, tag.tag)
-        _set_property(node, MODULE_KEY, tag.module)
-    else:
-        props.add(key=TAG_KEY, value=tag.tag)
-        props.add(key=MODULE_KEY, value=tag.module)
-    if doc_string is not None:
-        node.doc_string = doc_string
-    if not node.attribute:
-        return
-    for attribute in node.attribute:  # nodes inside If/Loop/Scan bodies belong to the node that owns them
-        if attribute.type not in _GRAPH_ATTRIBUTE_TYPES:
-            continue
-        subgraphs = ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs)
-        for subgraph in subgraphs:
-            for sub_node in subgraph.node:
-                _tag_node(sub_node, tag, doc_string)
+def layer_annotation(tag: str) -> str:
+    """The ``layer_ann`` value of a tag: a prefix that holds the module and its descendants only."""
+    return tag.rstrip("/") + "/"
+
+
+def write_viewer_keys(node: "onnx.NodeProto", tag: str) -> None:
+    """``namespace`` and ``layer_ann`` from ``tag``; PyTorch's own ``namespace`` moves aside, kept."""
+    previous = node_property(node, NAMESPACE_KEY)
+    if previous is not None and previous != tag and node_property(node, TORCH_NAMESPACE_KEY) is None:
+        _set_property(node, TORCH_NAMESPACE_KEY, previous)
+    _set_property(node, NAMESPACE_KEY, tag)
+    _set_property(node, LAYER_KEY, layer_annotation(tag))
+
+
+def _tag_node(node: "onnx.NodeProto", tag: NodeTag, doc_string: bool, strategy: str, viewer_keys: bool) -> None:
+    _set_property(node, TAG_KEY, tag.tag)
+    _set_property(node, MODULE_KEY, tag.module)
+    if viewer_keys and tag.tag:
+        write_viewer_keys(node, tag.tag)
+    if doc_string:
+        node.doc_string = _doc_string(tag, strategy)
+    for subgraph in subgraphs_of(node):  # nodes inside If/Loop/Scan bodies belong to the node that owns them
+        for sub_node in subgraph.node:
+            _tag_node(sub_node, tag, doc_string, strategy, viewer_keys)
+
+
+def subgraphs_of(node: "onnx.NodeProto") -> list["onnx.GraphProto"]:
+    """The bodies of an If/Loop/Scan node (empty for other nodes)."""
+    found = []
+    for attribute in node.attribute:
+        found.extend(([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs))
+    return found
 
 
 def write_tags(
-    model: "onnx.ModelProto", node_tags: dict[str, NodeTag], *, doc_string: bool = False, strategy: str = ""
+    model: "onnx.ModelProto",
+    node_tags: dict[str, NodeTag],
+    *,
+    doc_string: bool = False,
+    strategy: str = "",
+    viewer_keys: bool = True,
 ) -> None:
-    """Tag every node of ``model`` in place. Other metadata, names and topology are left as they are."""
-    doc_strings: dict[NodeTag, str] = {}
+    """Tag every node of ``model`` in place. Other metadata, names and topology are left as they are.
+
+    ``viewer_keys`` also writes ``namespace`` and ``layer_ann`` (see the module docstring).
+    """
     for i, node in enumerate(model.graph.node):
-        key = node.name or f"{node.op_type}#{i}"  # graph.node_key, inlined: this loop runs once per node
-        tag = node_tags.get(key)
-        if tag is None:
+        key = node_key(node, i)
+        if key not in node_tags:
             raise KeyError(f"no tag for node {key!r}")
-        text = None
-        if doc_string:
-            text = doc_strings.get(tag)
-            if text is None:
-                text = doc_strings[tag] = _doc_string(tag, strategy)
-        _tag_node(node, tag, text)
+        _tag_node(node, node_tags[key], doc_string, strategy, viewer_keys)
 
 
 def read_tags(model: "onnx.ModelProto") -> dict[str, str]:

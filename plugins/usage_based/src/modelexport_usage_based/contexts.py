@@ -132,7 +132,8 @@ def context_of(i: int, data: DataGraph, tree: ModuleTree, placement: Placement) 
     other input was passed into that call too (a node inside it reads the same value, as
     a gate multiplies its input by a function of it), else in the common module, and
     never inside a module whose two different calls it combines. Returns the module, the
-    call number, and whether two calls of one module were combined.
+    call number, and whether the guess is final: two calls of one module were combined, or
+    a value passed into the innermost call meets what the call computed from it.
     """
     modules = placement.modules
     producers = [j for j in data.producers[i] if j in modules]
@@ -144,7 +145,14 @@ def context_of(i: int, data: DataGraph, tree: ModuleTree, placement: Placement) 
         calls_by_module.setdefault(context[j], set()).add(placement.call_of(j))
     deepest = max(calls_by_module, key=lambda c: (tree.depth(c), c))
     if all(is_ancestor(c, deepest) for c in calls_by_module) and len(calls_by_module[deepest]) == 1:
-        return deepest, next(iter(calls_by_module[deepest])), False
+        call = next(iter(calls_by_module[deepest]))
+        outer = [j for j in producers if context[j] != deepest]
+        # a value from outside that a node of this call reads too was passed into it: the node
+        # combining it with the call's own result (a residual) is the call's, settled for good
+        passed = bool(outer) and all(
+            any(k != i and placement.inside(k, deepest, call) for k in data.consumers[j]) for j in outer
+        )
+        return deepest, call, passed
     latest = max(producers)
     module, call = context[latest], placement.call_of(latest)
 
@@ -156,6 +164,18 @@ def context_of(i: int, data: DataGraph, tree: ModuleTree, placement: Placement) 
     if all(passed_in(j) for j in producers if j != latest):
         return module, call, False
     common = tree.common(calls_by_module)
+    # the deepest call around the latest input that the others were passed into (a block adding
+    # its input to what its sublayers made of it)
+    enclosing = tree.caller(module)
+    while enclosing != common and tree.depth(enclosing) > tree.depth(common):
+        if all(
+            is_ancestor(enclosing, context[j])
+            or any(k != i and placement.inside(k, enclosing, call) for k in data.consumers[j])
+            for j in producers
+            if j != latest
+        ):
+            return enclosing, call, False
+        enclosing = tree.caller(enclosing)
     merged = False
     while common and len(calls_by_module.get(common, ())) > 1:
         common = tree.caller(common)

@@ -150,37 +150,68 @@ def _reaching(targets: list[int], data: DataGraph) -> set[int]:
     return seen
 
 
-def hand_to_helpers(free: list[int], data: DataGraph, tree: ModuleTree, placement: Placement) -> None:
+def hand_to_helpers(
+    free: list[int],
+    data: DataGraph,
+    tree: ModuleTree,
+    placement: Placement,
+    configured: list[bool],
+    sizes: dict[str, int],
+) -> None:
     """Give a module's single parameter-free helper child (an activation) the stretch it computes.
 
-    That stretch starts at the output of another child of the module and reads nothing
-    else: every input of each of its nodes is that output or a node of the stretch. A
-    helper computes one stretch per call of its parent.
+    That stretch starts at the output of another child of the module (preferably the one
+    registered nearest before the helper among those with parameter nodes, as modules are often
+    registered in the order they are called), or at the module's own result (the activation after a residual
+    add), and reads nothing else (no shape or setting computed for it, ``configured``: an
+    activation reads fixed constants only): every input of each of its nodes is that output or
+    a node of the stretch. A helper computes one stretch per call of its parent, of at most
+    ``sizes[helper]`` nodes where that is known (a torch layer exported alone).
     """
     modules = placement.modules
+    free_set = set(free)
+    seeded = {tag for i, tag in modules.items() if i not in free_set}
     helper_of = {}
+    feeding_child: dict[str, str] = {}
     for name in tree.names:
         helpers = tree.parameter_free_helpers(name)
         if len(helpers) == 1:
             helper_of[name] = helpers[0]
+            siblings = list(tree.children.get(name, ()))
+            earlier = siblings[: siblings.index(helpers[0])]
+            with_seeds = [c for c in earlier if any(is_ancestor(c, tag) for tag in seeded)]
+            if with_seeds:
+                feeding_child[name] = with_seeds[-1]
     stretch_source: dict[int, int] = {}
     source_of_call: dict[tuple[str, int], int] = {}
-    for i in free:
-        owner = modules[i]
-        helper = helper_of.get(owner)
-        if helper is None or data.reads_graph_input[i]:
-            continue
-        sources = {stretch_source.get(j, j) if modules.get(j) == helper else j for j in data.producers[i]}
-        if len(sources) != 1:
-            continue
-        (source,) = sources
-        source_module = modules.get(source, "")
-        if source in stretch_source or source_module == owner or not is_ancestor(owner, source_module):
-            continue
-        if source_of_call.setdefault((helper, placement.call_of(source)), source) != source:
-            continue
-        modules[i] = helper
-        stretch_source[i] = source
+    stretch_size: dict[tuple[str, int], int] = {}
+    # a stretch from the nearest earlier child first, then from any child or the module's own result
+    for from_feeding_child in (True, False):
+        for i in free:
+            owner = modules[i]
+            helper = helper_of.get(owner)
+            if helper is None or data.reads_graph_input[i] or configured[i]:
+                continue
+            if any(j in stretch_source and len(data.consumers[j]) > 1 for j in data.producers[i]):
+                continue  # a stretch value read twice was returned: the helper's call ended there
+            sources = {stretch_source.get(j, j) if modules.get(j) == helper else j for j in data.producers[i]}
+            if len(sources) != 1:
+                continue
+            (source,) = sources
+            source_module = modules.get(source, "")
+            if source in stretch_source or not is_ancestor(owner, source_module):
+                continue
+            child = feeding_child.get(owner)
+            if from_feeding_child and (child is None or not is_ancestor(child, source_module)):
+                continue
+            key = (helper, placement.call_of(source))
+            if source_of_call.setdefault(key, source) != source:
+                continue
+            if stretch_size.get(key, 0) >= sizes.get(helper, len(free)):
+                continue
+            stretch_size[key] = stretch_size.get(key, 0) + 1
+            modules[i] = helper
+            stretch_source[i] = source
 
 
 def absorb_private_feeders(
@@ -192,13 +223,13 @@ def absorb_private_feeders(
     op that reads its weight. Walking back from the leaf's seeds, a node joins the leaf
     when everything it writes is read inside the leaf; the earliest nodes are left out
     until the joined nodes read one value from outside, the one the leaf was called with.
-    Torch layers are exported as their parameter ops alone and take nothing; an
+    Torch layers (and classes derived from them) are exported as their parameter ops alone and take nothing; an
     activation already given to a helper module stays with it.
     """
     free_set = set(free)
     helpers = {helper for name in tree.names for helper in tree.parameter_free_helpers(name)}
     for seed, owner in seeds.items():
-        if not tree.is_leaf(owner) or owner in tree.torch_classes:
+        if not tree.is_leaf(owner) or owner in tree.torch_classes or owner in tree.torch_layer_subclasses:
             continue
         leaf = {k for k, tag in modules.items() if tag == owner}
         region: set[int] = set()

@@ -28,12 +28,15 @@ class ModuleTree:
     children: dict[str, tuple[str, ...]]
     torch_classes: frozenset[str]
     """Modules whose class is a torch layer (``torch.nn``)."""
+    torch_layer_subclasses: frozenset[str]
+    """Modules of a class derived from a torch layer (a linear layer with its own forward): they compute alike."""
     without_parameters: frozenset[str]
     """Modules with no parameter and no buffer anywhere below them."""
     pass_through: frozenset[str]
     """Parameter-free leaves that return their input unchanged in eval mode: they make no nodes."""
     containers: frozenset[str]
-    """Modules without a forward of their own (``ModuleList``, ``ModuleDict``): never called."""
+    """Modules without a forward of their own (``ModuleList``, ``ModuleDict``), or one that only chains
+    its children (``Sequential``): no computation happens in them."""
     classes: dict[str, str]
     """Each module's class (defining module and name): modules of one class compute alike."""
 
@@ -44,6 +47,7 @@ class ModuleTree:
         names: list[str] = []
         children: dict[str, list[str]] = defaultdict(list)
         torch_classes: set[str] = set()
+        subclasses: set[str] = set()
         without: set[str] = set()
         pass_through: set[str] = set()
         containers: set[str] = set()
@@ -57,8 +61,10 @@ class ModuleTree:
             class_module = type(module).__module__
             if class_module == "torch" or class_module.startswith("torch."):
                 torch_classes.add(qualname)
-            if qualname and type(module).forward is torch.nn.Module.forward:
-                containers.add(qualname)
+            elif any(_is_torch_layer(base) for base in type(module).__mro__[1:]):
+                subclasses.add(qualname)
+            if qualname and type(module).forward in (torch.nn.Module.forward, torch.nn.Sequential.forward):
+                containers.add(qualname)  # a sequential only chains its children: it computes nothing itself
             elif next(module.parameters(), None) is None and next(module.buffers(), None) is None:
                 without.add(qualname)
                 if next(module.children(), None) is None and _returns_its_input(module):
@@ -67,6 +73,7 @@ class ModuleTree:
             tuple(names),
             {name: tuple(kids) for name, kids in children.items()},
             frozenset(torch_classes),
+            frozenset(subclasses),
             frozenset(without),
             frozenset(pass_through),
             frozenset(containers),
@@ -131,6 +138,18 @@ class ModuleTree:
             for child in self.children.get(qualname, ())
             if child in self.without_parameters and child not in self.pass_through and self.is_leaf(child)
         ]
+
+
+def _is_torch_layer(cls: type) -> bool:
+    """Whether a class is one of torch's layers (not ``Module`` itself, nor a container)."""
+    import torch
+
+    module = cls.__module__
+    return (
+        (module == "torch" or module.startswith("torch."))
+        and issubclass(cls, torch.nn.Module)
+        and cls not in (torch.nn.Module, torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
+    )
 
 
 def _returns_its_input(module: "torch.nn.Module") -> bool:

@@ -16,12 +16,17 @@ from typing import TYPE_CHECKING
 
 from modelexport_core.strategy import WRAPPER_ATTRIBUTE
 
+from .transforms import derived_tensors
+
 if TYPE_CHECKING:
     import numpy as np
     import torch
 
 MIN_MATCH_ELEMENTS = 2
 """Smaller tensors (scalars) are matched by name only: by value they would match any constant."""
+RELATIVE_TOLERANCE = 1e-4
+ABSOLUTE_TOLERANCE = 1e-6
+"""How near a computed tensor (a folded norm) must be to what the exporter computed in its own arithmetic."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,8 @@ class TensorOwners:
     """The module whose parameter the tensor's name spells, when it does and the value agrees."""
     value: str = ""
     """The tensor's value as a digest, the same for a tensor and its transpose: equal tensors read twice are one."""
+    covers: frozenset[str] = frozenset()
+    """Digests (as ``value``) of the model's tensors this one stands for: itself, or those it was derived from."""
 
 
 def owner_module(tensor_qualname: str) -> str:
@@ -48,12 +55,19 @@ def _value_key(array: "np.ndarray") -> tuple[str, tuple[int, ...], str]:
 
 
 class ParameterIndex:
-    """Parameters and buffers of a model, looked up by value (as is or transposed) and by name."""
+    """Parameters and buffers of a model, looked up by value (as is or transposed) and by name.
+
+    Tensors the exporter derives from them (:mod:`.transforms`) are looked up by value too:
+    rearranged ones exactly, computed ones within a tolerance.
+    """
 
     def __init__(self, model: "torch.nn.Module"):
         self._by_value: dict[tuple, set[str]] = defaultdict(set)
+        self._covers: dict[tuple, set[str]] = defaultdict(set)
+        self._approximate: dict[tuple[int, ...], list[tuple["np.ndarray", str, frozenset[str]]]] = defaultdict(list)
         self._by_name: dict[str, str] = {}
         self._values: dict[str, tuple] = {}
+        self._digests: dict[str, str] = {}
         self._distinctive: set[str] = set()
         modules = {name for name, _ in model.named_modules()}
         for qualname, tensor in _named_tensors(model):
@@ -72,8 +86,23 @@ class ParameterIndex:
             if array.ndim == 2:
                 keys.add(_value_key(array.T))
                 self._by_value[_value_key(array.T)].add(module)
+            digest = repr(min(keys))
+            self._digests[qualname] = digest
+            for each in keys:
+                self._covers[each].add(digest)
             if array.size and (array != array.flat[0]).any():
-                self._distinctive.add(repr(min(keys)))
+                self._distinctive.add(digest)
+        self._add_derived(model)
+
+    def _add_derived(self, model: "torch.nn.Module") -> None:
+        for derived in derived_tensors(model):
+            covers = frozenset(self._digests[name] for name in derived.sources if name in self._digests)
+            if derived.exact:
+                key = _value_key(derived.array)
+                self._by_value[key].add(derived.module)
+                self._covers[key] |= covers
+            else:
+                self._approximate[derived.array.shape].append((derived.array, derived.module, covers))
 
     def distinctive_values(self) -> set[str]:
         """Digests (as :class:`TensorOwners` gives them) of tensors holding more than one distinct value.
@@ -96,14 +125,33 @@ class ParameterIndex:
         if array.ndim == 2:
             keys.add(_value_key(array.T))
         modules = set().union(*(self._by_value.get(key, set()) for key in keys))
+        covers = set().union(*(self._covers.get(key, set()) for key in keys))
         param = self.param_for_name(name) if name else None
         named = None
         if param is not None and self._values[param] in keys:
             named = owner_module(param)
             modules.add(named)
+            covers.add(self._digests.get(param, repr(min(keys))))
+        if array.size >= MIN_MATCH_ELEMENTS:  # a folded bias of zeros equals every zero bias too
+            for candidate, module, sources in self._near(array):
+                modules.add(module)
+                covers |= sources
         if not modules:
             return None
-        return TensorOwners(frozenset(modules), named, repr(min(keys)))
+        return TensorOwners(frozenset(modules), named, repr(min(keys)), frozenset(covers))
+
+    def _near(self, array: "np.ndarray") -> list[tuple["np.ndarray", str, frozenset[str]]]:
+        """Computed tensors equal to ``array`` within the tolerance of float arithmetic."""
+        import numpy as np
+
+        if array.dtype.kind != "f":
+            return []
+        return [
+            entry
+            for entry in self._approximate.get(array.shape, ())
+            if entry[0].dtype.kind == "f"
+            and np.allclose(array, entry[0], rtol=RELATIVE_TOLERANCE, atol=ABSOLUTE_TOLERANCE)
+        ]
 
 
 def _as_array(tensor: "torch.Tensor") -> "np.ndarray":

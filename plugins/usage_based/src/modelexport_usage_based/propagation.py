@@ -55,8 +55,12 @@ def propagate(
     static_values: set[str],
     shapes: dict[str, tuple],
     types: dict[str, int],
+    helper_sizes: dict[str, int] | None = None,
 ) -> Propagation:
-    """Tag every node, from the seeds (node index to owning module) and their call numbers."""
+    """Tag every node, from the seeds (node index to owning module) and their call numbers.
+
+    ``helper_sizes``: how many nodes each torch helper layer exports to, where known.
+    """
     placement = Placement(dict(seeds), dict(calls))
     modules = placement.modules
     claim_restoring_views(graph, kinds, tree, data, shapes, modules, static_values)
@@ -69,17 +73,27 @@ def propagate(
     free = [i for i in range(len(graph.node)) if i not in fixed and kinds.kinds[i] is NodeKind.DATA]
     pinned: set[int] = set()
     for i in free:
-        module, call, merged = context_of(i, data, tree, placement)
+        module, call, final = context_of(i, data, tree, placement)
         modules[i] = module if is_ancestor(limits[i], module) else limits[i]
         placement.calls[i] = call
-        if merged:
+        if final:
             pinned.add(i)
-    hand_to_helpers(free, data, tree, placement)
+    # nodes set up by computed shapes or settings (a pad sized from its input) run where that input is
+    # prepared for a parameter op, not in the activation before it
+    configured = [
+        any(
+            (j := index.producer.get(value)) is not None and graph.node[j].op_type != "Constant"
+            for value in node.input
+            if value and value not in data.inputs[i]
+        )
+        for i, node in enumerate(graph.node)
+    ]
+    hand_to_helpers(free, data, tree, placement, configured, helper_sizes or {})
     absorb_private_feeders(free, seeds, data, tree, modules)
     join_first_reader(free, graph, data, tree, types, modules)
     claimed = {i for i in free if tree.is_leaf(modules[i])}
     movable = [i for i in free if i not in pinned and i not in claimed]
-    prepare_for_readers(movable, graph, data, tree, limits, modules)
+    prepare_for_readers(movable, graph, data, tree, limits, modules, configured)
     settle(movable, graph, data, tree, limits, modules)
     fed = feeds_fixed(len(graph.node), data, fixed)
     heading_out = [out and not fed[i] for i, out in enumerate(reaches_outputs(graph, data))]

@@ -28,6 +28,8 @@ class ParameterUsers:
     """Values computed from initializers and constants alone (no graph input reaches them)."""
     tensors: dict[int, tuple[str, ...]]
     """The values (as digests) of the parameter tensors each reader reads."""
+    covered: set[str]
+    """The model's tensors (as digests) that some node reads, as stored or derived (a folded norm's statistics)."""
 
 
 def find_parameter_users(graph: "onnx.GraphProto", params: ParameterIndex) -> ParameterUsers:
@@ -43,6 +45,7 @@ def find_parameter_users(graph: "onnx.GraphProto", params: ParameterIndex) -> Pa
     stored = set(owners)  # tensors stored in the graph, as opposed to computed from one
     candidates: dict[int, TensorOwners] = {}
     tensors: dict[int, tuple[str, ...]] = {}
+    covered: set[str] = set()
     for i, node in enumerate(graph.node):
         inputs = [value for value in node.input if value]
         if node.op_type == "Constant":
@@ -54,6 +57,7 @@ def find_parameter_users(graph: "onnx.GraphProto", params: ParameterIndex) -> Pa
                 stored.add(node.output[0])
                 candidates[i] = found
                 tensors[i] = (found.value,)
+                covered |= found.covers
             continue
         read = [value for value in inputs if value in owners]
         all_static = bool(inputs) and all(value in static_values for value in inputs)
@@ -68,13 +72,17 @@ def find_parameter_users(graph: "onnx.GraphProto", params: ParameterIndex) -> Pa
         named = next((owners[value].named for value in direct if owners[value].named in modules), None)
         candidates[i] = TensorOwners(modules, named)
         tensors[i] = tuple(sorted(owners[value].value for value in direct))
+        for value in read:
+            covered |= owners[value].covers
         if all_static and len(read) == 1:  # a parameter transposed, cast or copied: its readers use it too
             for value in node.output:
                 if value:
                     param = params.param_for_name(value)
                     hint = param.rpartition(".")[0] if param else None
-                    owners[value] = TensorOwners(modules, hint if hint in modules else named, owners[read[0]].value)
-    return ParameterUsers(candidates, static_values, tensors)
+                    owners[value] = TensorOwners(
+                        modules, hint if hint in modules else named, owners[read[0]].value, owners[read[0]].covers
+                    )
+    return ParameterUsers(candidates, static_values, tensors, covered)
 
 
 def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGraph) -> dict[int, int]:

@@ -23,16 +23,25 @@ def prepare_for_readers(
     tree: ModuleTree,
     bounds: list[str],
     modules: dict[int, str],
+    configured: list[bool],
 ) -> None:
     """A node that only adapts a widely read value for one module belongs to that module.
 
     A mask built once and read by every layer is turned into an additive bias inside each
     layer; a final hidden state that the model returns and a head reads is sliced inside
     the head. Such a node reads one value that is read elsewhere too and feeds a single
-    module.
+    module. So does one set up by shapes or settings computed for it (``configured``: a pad
+    sized from its input) that reads what a leaf returned (an activation) and feeds a single module.
     """
+
+    def after_leaf(value: str) -> bool:
+        j = data.producer.get(value)
+        return j is not None and tree.is_leaf(modules.get(j, ""))
+
     for i in reversed(free):
-        if len(data.inputs[i]) != 1 or not data.is_published(data.inputs[i][0]):
+        if len(data.inputs[i]) != 1:
+            continue
+        if not (data.is_published(data.inputs[i][0]) or (configured[i] and after_leaf(data.inputs[i][0]))):
             continue
         outputs = data.outputs(graph, i)
         if any(value in data.graph_outputs for value in outputs):

@@ -21,6 +21,7 @@ from modelexport_core.strategy import (
 )
 
 from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
+from .helper_sizes import torch_helper_sizes
 from .module_tree import ModuleTree
 from .ownership import resolve_owners
 from .parameters import ParameterIndex
@@ -65,7 +66,7 @@ class UsageBasedStrategy(TaggingStrategy):
                 "no tensor of the graph equals a parameter of the model (another model, other weights or dtype?)"
             )
         distinctive = parameters.distinctive_values()
-        found = {digest for digests in users.tensors.values() for digest in digests} & distinctive
+        found = users.covered & distinctive
         if distinctive and len(found) < MIN_WEIGHTS_FOUND * len(distinctive):
             raise StrategyUnavailable(
                 f"only {len(found)} of the {len(distinctive)} weight tensors of {type(ctx.model).__name__} appear in "
@@ -86,6 +87,7 @@ class UsageBasedStrategy(TaggingStrategy):
             tree,
             users.static_values,
             *value_shapes_and_types(onnx_model),
+            helper_sizes=torch_helper_sizes(ctx.model, tree, _opset_of(onnx_model)),
         )
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         node_modules = fill_missing_modules(graph, tagged)
@@ -100,6 +102,11 @@ class UsageBasedStrategy(TaggingStrategy):
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
+
+
+def _opset_of(onnx_model: "onnx.ModelProto") -> int:
+    """The default-domain opset a graph was written for (the one a helper's probe export uses)."""
+    return next((o.version for o in onnx_model.opset_import if o.domain in ("", "ai.onnx")), 17)
 
 
 def _exporter_of(onnx_model: "onnx.ModelProto") -> str:

@@ -1,0 +1,148 @@
+"""usage_based on files exported elsewhere: ``modelexport tag`` on plain default TorchScript exports of zoo models.
+
+Each model is exported the way a user would without modelexport: ``torch.onnx.export(model, args, f,
+dynamo=False)`` with the defaults (constant folding on: BatchNorm folded into convolutions, recurrent
+weights packed, linear weights transposed, identical tensors merged). usage_based then tags that file
+from the model's parameters, and its tags are measured node by node against the scopes the exporter
+wrote into the node names (``modelexport_core.reference.torchscript_node_modules``). ``--own`` also
+measures usage_based's own export of the model with ``compare_strategies``.
+
+    .venv/bin/python benchmarks/retro_tag.py [--own] [--only resnet,lstm_tagger] [--json out.json]
+
+Figures: ``module`` is the share of scoped nodes given exactly the recorded module, ``tag`` the share
+given the same hierarchy tag (torch.nn modules folded into their parents, as the CLI writes them),
+``contaminated`` the nodes given to a sibling layer. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import zoo  # noqa: E402  (the zoo lives beside this script)
+
+RETRO_MODELS = [
+    "resnet", "efficientnet", "mobilenet_v2", "regnet", "densenet_like",
+    "lstm_tagger", "bilstm_tagger", "gru_classifier",
+    "bert", "distilbert",
+    "reused_block", "identical_siblings", "root_ops",
+]
+"""The models the ``tag`` target names: BatchNorm CNNs, recurrent models, BERT-family encoders, custom cases."""
+
+
+@dataclass
+class Row:
+    model: str
+    status: str = "ok"
+    reason: str = ""
+    nodes: int = 0
+    module: float | None = None
+    tag: float | None = None
+    contaminated: int = 0
+    own_tag: float | None = None
+    own_contaminated: int | None = None
+    own_reason: str = ""
+    seconds: float = 0.0
+
+
+def plain_export(model, inputs, path: Path) -> None:
+    """A default TorchScript export, through the core's wrapper (transformers forwards are keyword-first)."""
+    import torch
+
+    from modelexport_core import make_context
+
+    ctx = make_context(model, inputs)
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(ctx.module, ctx.args, str(path), input_names=ctx.input_names, dynamo=False)
+
+
+def measure_tag(name: str, folder: Path) -> Row:
+    import onnx
+
+    from modelexport_core import HierarchyTags, make_context, reference
+    from modelexport_core.strategy import StrategyUnavailable
+    from modelexport_core.testing import sibling_contamination
+    from modelexport_usage_based.strategy import UsageBasedStrategy
+
+    row = Row(name)
+    model, inputs = zoo.build(name, 2)
+    path = folder / f"{name}.onnx"
+    plain_export(model, inputs, path)
+    onnx_model = onnx.load(str(path))
+    ctx = make_context(model, inputs)
+    started = time.perf_counter()
+    try:
+        result = UsageBasedStrategy().tag_onnx(ctx, onnx_model)
+    except StrategyUnavailable as error:
+        row.status, row.reason = "refused", str(error)
+        return row
+    row.seconds = round(time.perf_counter() - started, 2)
+    names = [qualname for qualname, _ in ctx.module.named_modules()]
+    recorded = {n: m for n, m in reference.torchscript_node_modules(onnx_model, names).items() if m is not None}
+    tags = HierarchyTags.from_model(model)
+    row.nodes = len(onnx_model.graph.node)
+    row.module = sum(result.node_modules[n] == m for n, m in recorded.items()) / len(recorded)
+    row.tag = sum(tags.tag_of(result.node_modules[n]) == tags.tag_of(m) for n, m in recorded.items()) / len(recorded)
+    row.contaminated = len(sibling_contamination(result.node_modules, recorded))
+    return row
+
+
+def measure_own(name: str, row: Row) -> None:
+    from modelexport_core.compare import compare_strategies
+    from modelexport_core.export import ExportOptions
+
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        (comparison,) = compare_strategies(zoo.load(name, 2), ExportOptions(strategies=["usage_based"]))
+    row.own_tag = comparison.agreement
+    row.own_contaminated = comparison.contaminated
+    row.own_reason = comparison.reason
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated zoo names (default: the tag target's models)")
+    parser.add_argument("--own", action="store_true", help="also measure usage_based's own export")
+    parser.add_argument("--json", type=Path, help="write the rows here")
+    args = parser.parse_args(argv)
+    names = [n for n in args.only.split(",") if n] or RETRO_MODELS
+    rows = []
+    print(f"{'model':20} {'nodes':>5} {'module':>7} {'tag':>7} {'contam':>6} {'own tag':>7} {'own cont':>8}  note")
+    with tempfile.TemporaryDirectory() as folder:
+        for name in names:
+            try:
+                row = measure_tag(name, Path(folder))
+            except Exception as error:  # one broken model must not stop the table
+                row = Row(name, "failed", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
+            if args.own:
+                try:
+                    measure_own(name, row)
+                except Exception as error:
+                    row.own_reason = f"{type(error).__name__}: {error}"
+            rows.append(row)
+            print(f"{name:20} {row.nodes:5} {_figure(row.module):>7} {_figure(row.tag):>7} {row.contaminated:6} "
+                  f"{_figure(row.own_tag):>7} {'-' if row.own_contaminated is None else row.own_contaminated:>8}  "
+                  f"{row.reason or row.own_reason}"[:220], flush=True)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(row) for row in rows], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
