@@ -351,6 +351,8 @@ def compare(
     input_specs: Optional[Path] = typer.Option(None, "--input-specs", help="JSON file of input names, shapes, dtypes"),
     static: bool = typer.Option(False, "--static", help="Fixed input shapes"),
     strategy_option: List[str] = typer.Option([], "--option", "-O", help="Strategy option STRATEGY.NAME=VALUE"),
+    cost: bool = typer.Option(True, "--cost/--no-cost", help="Run each strategy in a process of its own and set its "
+                              "time and peak memory against a plain torch.onnx.export"),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON"),
 ) -> None:
     """Run each strategy on MODEL and measure its tags against PyTorch's own per-node records."""
@@ -372,20 +374,29 @@ def compare(
             progress(f"loading {model}")
             loaded = load_model(model)
             progress("running every strategy")
-            results = compare_strategies(loaded, options)
+            results = compare_strategies(loaded, options, measure_cost=cost)
         if as_json:
             print(json.dumps([asdict(r) for r in results]))
             return
         table = Table(title=f"Strategies on {model}: tags against PyTorch's own records")
-        for column in ("strategy", "exporter", "nodes", "coverage", "agreement", "sibling errors", "time"):
+        costs = any(r.time_ratio is not None for r in results)
+        columns = ["strategy", "exporter", "nodes", "coverage", "agreement", "sibling errors", "time"]
+        columns += ["x plain time", "peak MB", "x plain memory"] if costs else []
+        for column in columns:
             table.add_column(column, justify="left" if column in ("strategy", "exporter") else "right")
         for r in results:
             if r.status != "ok":
-                table.add_row(r.strategy, "[red]failed[/]", "", "", "", "", f"{r.seconds:.1f} s")
+                table.add_row(r.strategy, "[red]failed[/]", "", "", "", "", f"{r.seconds:.1f} s",
+                              *([""] * (len(columns) - 7)))
                 continue
             agreement = "n/a" if r.agreement is None else f"{r.agreement:.1%} of {r.reference_nodes}"
+            cost_cells = []
+            if costs:
+                cost_cells = [f"{r.time_ratio:.2f}" if r.time_ratio is not None else "",
+                              f"{r.peak_mb:.0f}" if r.peak_mb is not None else "",
+                              f"{r.memory_ratio:.2f}" if r.memory_ratio is not None else ""]
             table.add_row(r.strategy, r.exporter, str(r.nodes), f"{r.coverage:.0%}", agreement,
-                          str(r.contaminated), f"{r.seconds:.1f} s")
+                          str(r.contaminated), f"{r.seconds:.1f} s", *cost_cells)
         console.print(table)
         for r in results:
             if r.status != "ok":

@@ -23,6 +23,7 @@ from .exporters import first_line, full_text
 from .graph import fill_missing_modules, node_key, strip_wrapper_names
 from .inputs import inputs_from_config, inputs_from_tokenizer, merge_input_specs, read_input_specs
 from .models import LoadedModel
+from .onnx_file import check_graph, load_graph, save_graph
 from .options import resolve_options
 from .plugins import StrategyInfo, get_strategies, get_strategy
 from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
@@ -120,11 +121,17 @@ def node_tags_from_result(
     """Tag of every node from a strategy's module names; nodes the strategy missed get their neighbours'."""
     node_modules = fill_missing_modules(model.graph, result.node_modules)
     node_tags = {}
+    by_module: dict[str, NodeTag] = {}  # a graph has far fewer modules than nodes
     for name, qualname in node_modules.items():
-        kept = tags.kept_module(qualname)
-        primary = tags.tag_of(kept)
-        also = tuple(dict.fromkeys(t for q in result.also.get(name, []) if (t := tags.tag_of(q)) != primary))
-        node_tags[name] = NodeTag(primary, kept, also)
+        tag = by_module.get(qualname)
+        if tag is None:
+            kept = tags.kept_module(qualname)
+            tag = by_module[qualname] = NodeTag(tags.tag_of(kept), kept)
+        others = result.also.get(name)
+        if others:
+            also = tuple(dict.fromkeys(t for q in others if (t := tags.tag_of(q)) != tag.tag))
+            tag = NodeTag(tag.tag, tag.module, also) if also else tag
+        node_tags[name] = tag
     return node_tags
 
 
@@ -166,11 +173,12 @@ def _sidecar_document(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt
     ctx, tags, options, verification = tagged.ctx, run.tags, run.options, tagged.verification
     nodes = {}
     for i, node in enumerate(tagged.model.graph.node):
-        tag = tagged.node_tags[node_key(node, i)]
+        key = node_key(node, i)
+        tag = tagged.node_tags[key]
         entry: dict[str, Any] = {"tag": tag.tag, "module": tag.module, "op_type": node.op_type}
         if tag.also:
             entry["also"] = list(tag.also)
-        nodes[node_key(node, i)] = entry
+        nodes[key] = entry
     modules = {
         qualname: {"tag": tags.tag_of(qualname), "class": record.class_name, "kept": qualname == tags.kept_module(qualname)}
         for qualname, record in tags.records.items()
@@ -296,10 +304,9 @@ def chain_error(attempts: list[Attempt], named: bool, what: str = "export") -> M
 
 def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: Path, rename: bool) -> TaggedFile:
     """Tag the file in the work folder (names as a plain export of the user's model would give them) and check it."""
-    import onnx
-
     ctx = result.context or run.ctx
-    model = onnx.load(str(onnx_path), load_external_data=False)
+    # the graph alone is read and written back: weights stay in the file, copied byte for byte
+    model = load_graph(onnx_path)
     node_modules = result.node_modules
     also = result.also
     if rename:
@@ -311,11 +318,13 @@ def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: P
                viewer_keys=run.options.viewer_keys)
     if run.options.strip_source_paths:
         strip_source_paths(model)
-    onnx.save(model, str(onnx_path))
     try:
-        onnx.checker.check_model(str(onnx_path))
+        check_graph(model, onnx_path)  # the tagged graph, against the weights still in the file
     except Exception as error:
         raise AttemptFailed(f"the file fails the ONNX checker: {first_line(error)}") from error
+    rewritten = onnx_path.with_name(f".{onnx_path.name}.tagged")
+    save_graph(model, onnx_path, rewritten)
+    os.replace(rewritten, onnx_path)
     return TaggedFile(strategy, result, ctx, onnx_path, model, node_tags)
 
 

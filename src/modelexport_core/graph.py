@@ -67,6 +67,9 @@ def fill_missing_modules(graph: "onnx.GraphProto", node_modules: dict[str, str])
     root. Consumers are preferred because constants and shape arithmetic exist to serve
     the node that reads them. Returns a new mapping with every node of ``graph``.
     """
+    keys = [node.name or f"{node.op_type}#{i}" for i, node in enumerate(graph.node)]
+    if all(key in node_modules for key in keys):  # the usual case: nothing to fill, no index to build
+        return {key: node_modules[key] for key in keys}
     index = GraphIndex.of(graph)
     result = {key: node_modules[key] for key in index.keys if key in node_modules}
     missing = [i for i, key in enumerate(index.keys) if key not in result]
@@ -105,7 +108,11 @@ def _graphs(graph: "onnx.GraphProto") -> list["onnx.GraphProto"]:
     """A graph and every subgraph of its nodes (If/Loop/Scan bodies), depth first."""
     found = [graph]
     for node in graph.node:
+        if not node.attribute:
+            continue
         for attribute in node.attribute:
+            if attribute.type not in (5, 10):  # AttributeProto.GRAPH, GRAPHS
+                continue
             subgraphs = ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs)
             for subgraph in subgraphs:
                 found.extend(_graphs(subgraph))
@@ -122,18 +129,24 @@ def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
     """
     graphs = _graphs(graph)
     values = {name for g in graphs for name in _value_names(g)}
-    value_map = {name: new for name in values if (new := _unwrapped(name)) != name}
+    prefixes = (f"/{WRAPPER_ATTRIBUTE}/", f"{WRAPPER_ATTRIBUTE}.")  # what _unwrapped strips; str.startswith is C
+    value_map = {name: _unwrapped(name) for name in values if name.startswith(prefixes)}
     value_map = {old: new for old, new in value_map.items() if new not in values or new in value_map}
     node_names = {node.name for g in graphs for node in g.node}
-    node_map = {node.name: new for g in graphs for node in g.node
-                if (new := _unwrapped(node.name)) != node.name and new not in node_names}
+    node_map = {name: new for name in node_names if name.startswith(prefixes)
+                if (new := _unwrapped(name)) not in node_names}
+    if not value_map and not node_map:
+        return node_map
     for g in graphs:
         for node in g.node:
-            node.name = node_map.get(node.name, node.name)
+            if node.name in node_map:
+                node.name = node_map[node.name]
             for i, value in enumerate(node.input):
-                node.input[i] = value_map.get(value, value)
+                if value in value_map:
+                    node.input[i] = value_map[value]
             for i, value in enumerate(node.output):
-                node.output[i] = value_map.get(value, value)
+                if value in value_map:
+                    node.output[i] = value_map[value]
         for holder in (*g.input, *g.output, *g.value_info, *g.initializer):
             holder.name = value_map.get(holder.name, holder.name)
         for sparse in g.sparse_initializer:
@@ -142,6 +155,10 @@ def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
 
 
 def _value_names(graph: "onnx.GraphProto") -> set[str]:
-    names = {value for node in graph.node for value in (*node.input, *node.output) if value}
+    names: set[str] = set()
+    for node in graph.node:
+        names.update(node.input)
+        names.update(node.output)
+    names.discard("")
     names |= {holder.name for holder in (*graph.input, *graph.output, *graph.value_info, *graph.initializer)}
     return names

@@ -28,9 +28,9 @@ class TagNode:
 
 def tag_tree(onnx_path: Path) -> tuple[TagNode, int, int]:
     """The tree of tags in a tagged ONNX file, its node count and how many nodes carry no tag."""
-    import onnx
+    from .onnx_file import load_graph
 
-    model = onnx.load(str(onnx_path), load_external_data=False)
+    model = load_graph(onnx_path)
     by_tag: dict[str, Counter[str]] = defaultdict(Counter)
     untagged = 0
     for node in model.graph.node:

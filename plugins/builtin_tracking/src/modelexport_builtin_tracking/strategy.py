@@ -34,11 +34,11 @@ class BuiltinTrackingStrategy(TaggingStrategy):
     requires = "a model the TorchScript tracer can trace (torch.onnx.export with dynamo=False)"
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
-        import onnx
+        from modelexport_core.onnx_file import load_graph
 
         with recording_scopes() as scopes:
             export_torchscript(ctx, onnx_path)
-        model = onnx.load(str(onnx_path), load_external_data=False)
+        model = load_graph(onnx_path)  # node names and inputs are all it reads: the weights stay in the file
         return self.tag_from_scopes(ctx, model, scopes)
 
     def tag_from_scopes(

@@ -87,7 +87,7 @@ class FxStrategy(TaggingStrategy):
             raise StrategyUnavailable("the dynamo ONNX exporter needs onnxscript: pip install onnxscript")
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
-        import onnx
+        from modelexport_core.onnx_file import load_graph
 
         from .attribution import attribute_nodes, fx_node_modules, known_module_names
         from .capture import math_sdpa
@@ -112,18 +112,20 @@ class FxStrategy(TaggingStrategy):
                 onnx_program, renames = program_to_onnx(program, ctx, opset, optimize)
             except Exception as error:
                 raise StrategyFailed(f"the dynamo ONNX exporter failed: {one_line_reason(error)}") from error
-        save(onnx_program, Path(onnx_path))
-
         known = known_module_names(ctx.module)
         fx_modules = fx_node_modules(onnx_program.exported_program, known)
-        onnx_model = onnx.load(str(onnx_path), load_external_data=False)
+        front_end = capture.front_end
+        del capture, program  # the programs hold graphs and tensors the saved file no longer needs
+        save(onnx_program, Path(onnx_path))
+        del onnx_program
+        onnx_model = load_graph(Path(onnx_path))  # the graph only: its weights stay in the file
         attribution = attribute_nodes(onnx_model, fx_modules, ctx, known)
         return TaggingResult(
             node_modules=attribution.node_modules,
             exporter="dynamo",
             context=captured_ctx if pinned else None,
             details={
-                "front_end": capture.front_end,
+                "front_end": front_end,
                 "opset": opset,
                 "optimize": optimize,
                 "dynamic_shapes": {

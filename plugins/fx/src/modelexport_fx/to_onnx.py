@@ -69,6 +69,52 @@ def program_to_onnx(
     return onnx_program, renames
 
 
+INLINE_LIMIT = 2**31 - 2**26
+"""Weights above this go to external data, as the exporter itself decides (protobuf's 2 GB limit, with room)."""
+
+
+def _streamed_tensor(name: str, tensor: Any) -> Any:
+    """The core's streamed initializer for an onnx_ir tensor held in memory; None for other kinds."""
+    import onnx
+    import onnx_ir as ir
+    from modelexport_core.onnx_file import StreamedTensor
+
+    if tensor is None or isinstance(tensor, (ir.ExternalTensor, ir.StringTensor)):
+        return None
+    if type(tensor).__name__ == "TensorProtoTensor" or tensor.doc_string or tensor.metadata_props:
+        return None
+    if tensor.dtype.bitwidth % 8 or not hasattr(tensor, "tofile"):  # packed 4-bit types and the like
+        return None
+    header = onnx.TensorProto(name=name, data_type=tensor.dtype.value, dims=list(tensor.shape.numpy()))
+    return StreamedTensor(header, tensor.nbytes, tensor.tofile)
+
+
 def save(onnx_program: Any, onnx_path: Path) -> None:
-    """Write the ONNX file (weights inline; beside it as external data when over 2 GB)."""
-    onnx_program.save(str(onnx_path))
+    """Write the ONNX file: weights inline, streamed one at a time; as external data when over 2 GB.
+
+    ``ONNXProgram.save`` builds every weight as a TensorProto and then one serialized string,
+    three copies of the weights at its peak; writing each tensor from its own memory keeps
+    the export's peak at about the model's size, like a plain ``torch.onnx.export`` (which
+    writes external data by default).
+    """
+    import onnx_ir as ir
+    from modelexport_core.onnx_file import save_with_initializers
+
+    graph = onnx_program.model.graph
+    initializers = dict(graph.initializers)
+    streamed = [_streamed_tensor(name, value.const_value) for name, value in initializers.items()]
+    if any(s is None for s in streamed) or sum(s.nbytes for s in streamed) > INLINE_LIMIT:
+        onnx_program.save(str(onnx_path))
+        return
+    graph.initializers.clear()
+    try:
+        model = ir.serde.serialize_model(onnx_program.model)
+    finally:
+        graph.initializers.update(initializers)
+    # what ir.save writes for initializers besides their data: type and shape as value_info
+    wants_info = getattr(ir.serde, "_should_create_value_info_for_value", lambda value: True)
+    inputs = {value.name for value in graph.inputs}
+    for name, value in initializers.items():
+        if name not in inputs and wants_info(value):
+            model.graph.value_info.append(ir.serde.serialize_value(value))
+    save_with_initializers(model, streamed, onnx_path)

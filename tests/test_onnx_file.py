@@ -1,0 +1,86 @@
+"""Reading and writing an ONNX file's graph without its weights (``modelexport_core.onnx_file``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from modelexport_core.onnx_file import StreamedTensor, check_graph, load_graph, save_graph, save_with_initializers
+
+
+def _model_with_weights(path, *, subgraph: bool = False) -> onnx.ModelProto:
+    weight = numpy_helper.from_array(np.arange(4096, dtype=np.float32).reshape(64, 64), "weight")
+    bias = numpy_helper.from_array(np.ones(64, dtype=np.float32), "bias")
+    nodes = [
+        helper.make_node("MatMul", ["x", "weight"], ["h"], name="matmul"),
+        helper.make_node("Add", ["h", "bias"], ["y"]),  # unnamed: known as Add#1
+    ]
+    if subgraph:
+        branch = helper.make_graph([helper.make_node("Relu", ["y"], ["r"], name="inner")], "branch", [],
+                                   [helper.make_tensor_value_info("r", TensorProto.FLOAT, [2, 64])])
+        nodes.append(helper.make_node("Constant", [], ["c"], name="cond",
+                                      value=numpy_helper.from_array(np.array(True))))
+        nodes.append(helper.make_node("If", ["c"], ["z"], name="if", then_branch=branch, else_branch=branch))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])],
+                              [helper.make_tensor_value_info("z" if subgraph else "y", TensorProto.FLOAT, [2, 64])],
+                              initializer=[weight, bias])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.save(model, str(path))
+    return model
+
+
+def test_the_graph_is_read_without_weights_and_written_back_around_them(tmp_path):
+    source, target = tmp_path / "m.onnx", tmp_path / "tagged.onnx"
+    original = _model_with_weights(source, subgraph=True)
+    graph = load_graph(source)
+    assert [n.name for n in graph.graph.node] == [n.name for n in original.graph.node]
+    assert all(init.data_location == TensorProto.EXTERNAL and not init.raw_data for init in graph.graph.initializer)
+    assert [list(init.dims) for init in graph.graph.initializer] == [[64, 64], [64]]
+    for model in (graph, original):  # the same edits: tags, and a weight and a node renamed
+        for node in model.graph.node:
+            node.metadata_props.add(key="k", value=node.name)
+            node.doc_string = "tagged"
+        model.graph.initializer[0].name = "renamed_weight"
+        model.graph.node[0].input[1] = "renamed_weight"
+        model.graph.node[0].name = "renamed_matmul"
+    save_graph(graph, source, target)
+    written = onnx.load(str(target))
+    assert written == original  # the edits, and the weights' bytes as they were
+    onnx.checker.check_model(str(target), full_check=True)
+
+
+def test_the_stub_graph_is_checked_against_the_weights_in_the_file(tmp_path):
+    source = tmp_path / "m.onnx"
+    _model_with_weights(source)
+    graph = load_graph(source)
+    check_graph(graph, source)
+    graph.graph.node[1].input[0] = "missing"
+    with pytest.raises(onnx.checker.ValidationError, match="missing"):
+        check_graph(graph, source)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]  # the stub it checked is gone
+
+
+def test_a_different_set_of_initializers_is_refused(tmp_path):
+    source = tmp_path / "m.onnx"
+    _model_with_weights(source)
+    graph = load_graph(source)
+    del graph.graph.initializer[0]
+    with pytest.raises(ValueError, match="2 initializers"):
+        save_graph(graph, source, tmp_path / "out.onnx")
+
+
+def test_initializers_streamed_inline_equal_those_onnx_save_writes(tmp_path):
+    expected = _model_with_weights(tmp_path / "m.onnx")
+    graph_only = onnx.ModelProto()
+    graph_only.CopyFrom(expected)
+    graph_only.graph.ClearField("initializer")
+    streamed = []
+    for tensor in expected.graph.initializer:
+        array = numpy_helper.to_array(tensor)
+        header = TensorProto(name=tensor.name, data_type=tensor.data_type, dims=tensor.dims)
+        streamed.append(StreamedTensor(header, array.nbytes, lambda out, a=array: out.write(a.tobytes())))
+    save_with_initializers(graph_only, streamed, tmp_path / "streamed.onnx")
+    written = onnx.load(str(tmp_path / "streamed.onnx"))
+    assert written == expected
