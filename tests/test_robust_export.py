@@ -12,7 +12,7 @@ import torch
 
 from modelexport_core import export_module
 from modelexport_core.errors import ModelRunError, VerificationError
-from modelexport_core.export import ExportOptions, export_model
+from modelexport_core.export import export_model
 from modelexport_core.models import LoadedModel, load_model
 from modelexport_core.reference import dynamo_node_modules, torchscript_node_modules
 from modelexport_core.testing import HARD_CASES
