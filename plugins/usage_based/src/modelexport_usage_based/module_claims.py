@@ -280,3 +280,50 @@ def join_first_reader(
         first = modules.get(min(data.consumers[i]), "")
         if tree.is_leaf(first) and first not in tree.torch_classes:
             modules[i] = first
+
+
+def claim_leaf_tails(
+    free: list[int],
+    seeds: dict[int, str],
+    graph: "onnx.GraphProto",
+    data: DataGraph,
+    tree: ModuleTree,
+    static_values: set[str],
+    modules: dict[int, str],
+) -> None:
+    """Give a custom leaf module the computation that directly follows its parameter op and reads only its own values.
+
+    Nodes are written in the order they run, and a call is one stretch of them. After a
+    custom leaf's parameter op (a frequency buffer, a scaled lookup), the data nodes that
+    follow it in the graph and read nothing but what the leaf computed (and constants) are
+    the rest of its forward: the first node that reads anything else, or that a helper
+    module (an activation of the caller) computes, ends the call. Torch
+    layers export as their parameter ops alone and take nothing; a subclass defining its own
+    forward takes what follows with fixed operands only (a scale), not a view sized at run time.
+    """
+    free_set = set(free)
+    helpers = {helper for name in tree.names for helper in tree.parameter_free_helpers(name)}
+    order = sorted(free_set | set(seeds))
+    position = {i: p for p, i in enumerate(order)}
+    for seed, owner in sorted(seeds.items()):
+        if not tree.is_leaf(owner) or owner in tree.torch_classes:
+            continue
+        subclass = owner in tree.torch_layer_subclasses
+        if subclass and owner not in tree.own_forward:
+            continue
+        members = {seed}
+        for j in order[position[seed] + 1 :]:
+            if seeds.get(j) == owner and not data.reads_graph_input[j]:
+                members.add(j)
+                continue
+            producers = data.producers[j]
+            if j not in free_set or data.reads_graph_input[j] or not producers or modules.get(j) in helpers:
+                break
+            if not all(k in members for k in producers):
+                break
+            if subclass and any(
+                value and value not in static_values and value not in data.inputs[j] for value in graph.node[j].input
+            ):
+                break
+            modules[j] = owner
+            members.add(j)

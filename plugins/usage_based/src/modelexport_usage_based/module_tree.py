@@ -30,6 +30,8 @@ class ModuleTree:
     """Modules whose class is a torch layer (``torch.nn``)."""
     torch_layer_subclasses: frozenset[str]
     """Modules of a class derived from a torch layer (a linear layer with its own forward): they compute alike."""
+    own_forward: frozenset[str]
+    """Modules of a class derived from a torch layer that define a forward of their own (a scaled lookup)."""
     without_parameters: frozenset[str]
     """Modules with no parameter and no buffer anywhere below them."""
     pass_through: frozenset[str]
@@ -48,6 +50,7 @@ class ModuleTree:
         children: dict[str, list[str]] = defaultdict(list)
         torch_classes: set[str] = set()
         subclasses: set[str] = set()
+        own_forward: set[str] = set()
         without: set[str] = set()
         pass_through: set[str] = set()
         containers: set[str] = set()
@@ -63,6 +66,8 @@ class ModuleTree:
                 torch_classes.add(qualname)
             elif any(_is_torch_layer(base) for base in type(module).__mro__[1:]):
                 subclasses.add(qualname)
+                if not _is_torch_code(type(module).forward):
+                    own_forward.add(qualname)
             if qualname and type(module).forward in (torch.nn.Module.forward, torch.nn.Sequential.forward):
                 containers.add(qualname)  # a sequential only chains its children: it computes nothing itself
             elif next(module.parameters(), None) is None and next(module.buffers(), None) is None:
@@ -74,6 +79,7 @@ class ModuleTree:
             {name: tuple(kids) for name, kids in children.items()},
             frozenset(torch_classes),
             frozenset(subclasses),
+            frozenset(own_forward),
             frozenset(without),
             frozenset(pass_through),
             frozenset(containers),
@@ -150,6 +156,12 @@ def _is_torch_layer(cls: type) -> bool:
         and issubclass(cls, torch.nn.Module)
         and cls not in (torch.nn.Module, torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
     )
+
+
+def _is_torch_code(function: object) -> bool:
+    """Whether a function is defined in torch itself."""
+    module = getattr(function, "__module__", None) or ""
+    return module == "torch" or module.startswith("torch.")
 
 
 def _returns_its_input(module: "torch.nn.Module") -> bool:

@@ -69,6 +69,7 @@ class ParameterIndex:
         self._values: dict[str, tuple] = {}
         self._digests: dict[str, str] = {}
         self._distinctive: set[str] = set()
+        self._by_shape: dict[tuple[int, ...], list[tuple["np.ndarray", str, str]]] = defaultdict(list)
         modules = {name for name, _ in model.named_modules()}
         for qualname, tensor in _named_tensors(model):
             module = owner_module(qualname)
@@ -88,6 +89,8 @@ class ParameterIndex:
                 self._by_value[_value_key(array.T)].add(module)
             digest = repr(min(keys))
             self._digests[qualname] = digest
+            if array.dtype.kind == "f" and array.ndim == 1:
+                self._by_shape[array.shape].append((array, module, digest))
             for each in keys:
                 self._covers[each].add(digest)
             if array.size and (array != array.flat[0]).any():
@@ -136,9 +139,30 @@ class ParameterIndex:
             for candidate, module, sources in self._near(array):
                 modules.add(module)
                 covers |= sources
+        if not modules and array.size >= MIN_MATCH_ELEMENTS:
+            for module, digest in self._offset(array):
+                modules.add(module)
+                covers.add(digest)
         if not modules:
             return None
         return TensorOwners(frozenset(modules), named, repr(min(keys)), frozenset(covers))
+
+    def _offset(self, array: "np.ndarray") -> list[tuple[str, str]]:
+        """Vectors equal to a parameter plus a constant (``1 + weight`` folded by the exporter): owner and digest.
+
+        Only when the parameter varies as the tensor does: a vector of one value matches only a
+        parameter of one value.
+        """
+        import numpy as np
+
+        if array.dtype.kind != "f" or array.ndim != 1:
+            return []
+        found = []
+        for candidate, module, digest in self._by_shape.get(array.shape, ()):
+            difference = array.astype(np.float64) - candidate.astype(np.float64)
+            if np.allclose(difference, difference[0], rtol=0.0, atol=ABSOLUTE_TOLERANCE + RELATIVE_TOLERANCE * abs(difference[0])):
+                found.append((module, digest))
+        return found
 
     def _near(self, array: "np.ndarray") -> list[tuple["np.ndarray", str, frozenset[str]]]:
         """Computed tensors equal to ``array`` within the tolerance of float arithmetic."""

@@ -24,6 +24,7 @@ from .data_flow import DataGraph, NodeKind, NodeKinds
 from .module_claims import (
     absorb_private_feeders,
     align_tails,
+    claim_leaf_tails,
     claim_restoring_views,
     join_first_reader,
     hand_to_helpers,
@@ -90,6 +91,7 @@ def propagate(
     ]
     hand_to_helpers(free, data, tree, placement, configured, helper_sizes or {})
     absorb_private_feeders(free, seeds, data, tree, modules)
+    claim_leaf_tails(free, seeds, graph, data, tree, static_values, modules)
     join_first_reader(free, graph, data, tree, types, modules)
     claimed = {i for i in free if tree.is_leaf(modules[i])}
     movable = [i for i in free if i not in pinned and i not in claimed]
