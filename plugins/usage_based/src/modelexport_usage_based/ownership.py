@@ -32,13 +32,18 @@ def _depth(qualname: str) -> int:
 
 
 def resolve_owners(
-    users: ParameterUsers, data: DataGraph, readers_of: list[list[int]], module_order: dict[str, int]
+    users: ParameterUsers,
+    data: DataGraph,
+    readers_of: list[list[int]],
+    module_order: dict[str, int],
+    torch_layers: frozenset[str] = frozenset(),
 ) -> dict[int, str]:
     """One owning module per parameter-reading node: unambiguous ones as read, the others by the graph.
 
     Copies of a parameter that no data reaches (an ``Identity`` of an initializer) follow
     their readers (``readers_of``: every consumer of each node); ``module_order`` is the
-    registration order of the modules, the last word between owners nothing tells apart.
+    registration order of the modules, the last word between owners nothing tells apart;
+    ``torch_layers`` are modules of torch's own classes, exported as one node a call.
     """
     resolved = {i: next(iter(found.modules)) for i, found in users.candidates.items() if len(found.modules) == 1}
     copies = [i for i in users.candidates if i not in resolved and not (data.producers[i] or data.consumers[i])]
@@ -59,7 +64,8 @@ def resolve_owners(
         groups[users.candidates[i].modules].append(i)
     call_order = CallOrder(resolved, module_order)
     for owners, readers in groups.items():
-        scores = {i: _neighbour_scores(i, owners, data, resolved) for i in readers}
+        whole_calls = owners <= torch_layers
+        scores = {i: _neighbour_scores(i, owners, data, resolved, whole_calls) for i in readers}
         resolved.update(_share_out(sorted(readers), sorted(owners, key=call_order.key), scores))
 
     for i in sorted(copies, reverse=True):  # readers come later in the graph
@@ -73,21 +79,41 @@ def resolve_owners(
 
 
 def _neighbour_scores(
-    start: int, candidates: frozenset[str], data: DataGraph, resolved: dict[int, str]
+    start: int, candidates: frozenset[str], data: DataGraph, resolved: dict[int, str], whole_call: bool = False
 ) -> dict[str, float]:
     """For each candidate, how much of its module path it shares with the nearest resolved seeds around.
 
     The share is a fraction (common ancestor depth over the candidate's depth), so a deep
     candidate is not favoured for being deep, nor a shallow one for sitting next to other
-    shallow modules.
+    shallow modules. A node that is a whole call of its module (``whole_call``) looks to one
+    side only where its values show which (see ``_sides``).
     """
     scores = {candidate: 0.0 for candidate in candidates}
-    for step in (data.producers, data.consumers):
+    for step in _sides(start, data) if whole_call else (data.producers, data.consumers):
         for module, distance in _nearest_resolved(start, step, resolved):
             for candidate in candidates:
                 shared = _depth(common_ancestor([candidate, module])) / max(1, _depth(candidate))
                 scores[candidate] = max(scores[candidate], shared - DISTANCE_COST * distance)
     return scores
+
+
+def _sides(i: int, data: DataGraph) -> tuple[list[list[int]], ...]:
+    """Which neighbours tell the module of a node that is a whole call: the side of the value that stays within it.
+
+    A value read in several places (a layer's input, read by its first node and by its
+    residual add) crosses a call boundary; one read by a single node stays where it was made.
+    A node that turns a private value into a published one closes a call (a norm after the
+    residual add of a post-norm layer) and is known by its producers; one that turns a
+    published value into a private one opens a call and is known by its consumers.
+    """
+    written = {value for k in data.consumers[i] for value in data.inputs[k] if data.producer.get(value) == i}
+    reads_published = any(data.is_published(value) for value in data.inputs[i])
+    writes_published = any(data.is_published(value) for value in written)
+    if writes_published and not reads_published and data.producers[i]:
+        return (data.producers,)
+    if reads_published and not writes_published and data.consumers[i]:
+        return (data.consumers,)
+    return (data.producers, data.consumers)
 
 
 def _nearest_resolved(start: int, step: list[list[int]], resolved: dict[int, str]) -> list[tuple[str, int]]:
@@ -116,7 +142,7 @@ class CallOrder:
     """Where each module is called, estimated from the seeds: to order owners that have no seed of their own.
 
     A module with seeds below it is called at its first seed; one without is called right
-    after the previous sibling (in registration order) that has seeds, or where its parent starts.
+    after the last call of the siblings registered before it that have seeds, or where its parent starts.
     """
 
     def __init__(self, resolved: dict[int, str], module_order: dict[str, int]):
@@ -142,9 +168,9 @@ class CallOrder:
         parent = module.rpartition(".")[0]
         earlier = self.siblings.get(parent, [])
         cut = earlier.index(module) if module in earlier else 0
-        for sibling in reversed(earlier[:cut]):
-            if sibling in self.last:
-                return self.last[sibling] + 0.5
+        ends = [self.last[sibling] for sibling in earlier[:cut] if sibling in self.last]
+        if ends:  # after every earlier sibling: one registered between may be called first (a helper of the caller)
+            return max(ends) + 0.5
         return self.position(parent)
 
     def key(self, module: str) -> tuple[float, int, str]:

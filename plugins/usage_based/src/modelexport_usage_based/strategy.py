@@ -76,7 +76,7 @@ class UsageBasedStrategy(TaggingStrategy):
         data = DataGraph.of(graph, index, kinds, users.static_values)
         readers_of = [index.node_consumers(graph, i) for i in range(len(graph.node))]
         module_order = {name: position for position, name in enumerate(tree.names)}
-        seeds = resolve_owners(users, data, readers_of, module_order)
+        seeds = resolve_owners(users, data, readers_of, module_order, tree.torch_classes)
         propagation = propagate(
             graph,
             index,
