@@ -33,6 +33,11 @@ class Placement:
         tag = self.modules.get(i)
         return tag is not None and tag != module and is_ancestor(module, tag) and self.call_of(i) == call
 
+    def within(self, i: int, module: str, call: int) -> bool:
+        """Whether node ``i`` runs in the given call of ``module``, in its own code or inside a child."""
+        tag = self.modules.get(i)
+        return tag is not None and is_ancestor(module, tag) and self.call_of(i) == call
+
 
 def bounds(
     count: int,
@@ -159,7 +164,7 @@ def context_of(i: int, data: DataGraph, tree: ModuleTree, placement: Placement) 
     def passed_in(j: int) -> bool:
         if context[j] != module and is_ancestor(context[j], module):
             return True
-        return any(k != i and placement.inside(k, module, call) for k in data.consumers[j])
+        return any(k != i and placement.within(k, module, call) for k in data.consumers[j])
 
     if all(passed_in(j) for j in producers if j != latest):
         return module, call, False

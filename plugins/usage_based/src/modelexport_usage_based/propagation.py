@@ -97,6 +97,8 @@ def propagate(
     movable = [i for i in free if i not in pinned and i not in claimed]
     prepare_for_readers(movable, graph, data, tree, limits, modules, configured)
     settle(movable, graph, data, tree, limits, modules)
+    joins = [i for i in movable if len(data.producers[i]) > 1 and not any(j in fixed for j in data.producers[i])]
+    _deepen(joins, data, tree, limits, placement)
     fed = feeds_fixed(len(graph.node), data, fixed)
     heading_out = [out and not fed[i] for i, out in enumerate(reaches_outputs(graph, data))]
     return_tails(free, data, tree, heading_out, placement)
@@ -111,6 +113,24 @@ def propagate(
     _tag_readers_of(graph, index, kinds, tree, modules, also)
     _lift_hoisted(kinds, tree, modules)
     return Propagation(modules, also)
+
+
+def _deepen(movable: list[int], data: DataGraph, tree: ModuleTree, limits: list[str], placement: Placement) -> None:
+    """Guess again, from the refined contexts of their inputs, where joining nodes run; keep guesses that go deeper.
+
+    A first guess reads the first guesses of the inputs; once those moved into the module
+    they prepare values for (the pooling a gate computes from), a node combining them with
+    what the module was called with (the gate's product) is seen to run in that module too.
+    Nodes reading a parameter op's result are left alone: whether the call of the parameter's
+    module goes on after it or has returned, contexts cannot tell (a residual add).
+    """
+    modules = placement.modules
+    for i in movable:
+        module, call, _ = context_of(i, data, tree, placement)
+        current = modules[i]
+        if module != current and is_ancestor(current, module) and is_ancestor(limits[i], module):
+            modules[i] = module
+            placement.calls[i] = call
 
 
 def _caller_if_layer(qualname: str, tree: ModuleTree) -> str:
