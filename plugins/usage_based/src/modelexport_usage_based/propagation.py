@@ -75,7 +75,7 @@ def propagate(
     pinned: set[int] = set()
     for i in free:
         module, call, final = context_of(i, data, tree, placement)
-        modules[i] = module if is_ancestor(limits[i], module) else limits[i]
+        modules[i] = module if is_ancestor(limits[i], module) and not _reads_results(i, data) else limits[i]
         placement.calls[i] = call
         if final:
             pinned.add(i)
@@ -113,6 +113,15 @@ def propagate(
     _tag_readers_of(graph, index, kinds, tree, modules, also)
     _lift_hoisted(kinds, tree, modules)
     return Propagation(modules, also)
+
+
+def _reads_results(i: int, data: DataGraph) -> bool:
+    """Whether a node reads only values the model returns: they were returned by their modules, so it runs after.
+
+    Its first guess is then its bound, not the module that made its inputs.
+    """
+    inputs = data.inputs[i]
+    return bool(inputs) and not data.reads_graph_input[i] and all(value in data.graph_outputs for value in inputs)
 
 
 def _deepen(movable: list[int], data: DataGraph, tree: ModuleTree, limits: list[str], placement: Placement) -> None:
