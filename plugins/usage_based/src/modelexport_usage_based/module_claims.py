@@ -113,7 +113,8 @@ def align_tails(
     are its tail. Where one call of a class has no tail, its modules return right after
     their last parameter op, and the tails seen in other calls are their callers' work
     (a transpose applied to one block's output, not the other's). A node whose result is
-    read only for its shape is no tail: it was computed for the module's own use.
+    read only for its shape is no tail: it was computed for the module's own use; nor is a
+    residual add of the call's own, nor what is computed from it alone.
     """
     modules = placement.modules
     instances: dict[tuple[str, int], list[int]] = {}
@@ -132,10 +133,31 @@ def align_tails(
         reaching = _reaching(own, data)
         tails[key] = [i for i in running.get(key, ()) if i not in reaching and read_as_data[i]]
     ends_clean = {tree.classes[module] for (module, _), tail in tails.items() if not tail}
-    for (module, _), tail in tails.items():
+    for (module, call), tail in tails.items():
         if tail and tree.classes[module] in ends_clean:
-            for i in tail:
-                modules[i] = tree.caller(module)
+            kept: set[int] = set()
+            for i in sorted(tail):
+                if _adds_passed_value(i, module, call, data, placement) or (
+                    data.producers[i] and all(j in kept for j in data.producers[i])
+                ):
+                    kept.add(i)
+                else:
+                    modules[i] = tree.caller(module)
+
+
+def _adds_passed_value(i: int, module: str, call: int, data: DataGraph, placement: Placement) -> bool:
+    """Whether a node combines a value passed into the call (read inside it too) with one the call computed.
+
+    That is a residual connection of the call's own: some calls of a class have one and
+    others not (a block that changes the width skips it), so it says nothing of other calls.
+    """
+    inside = [j for j in data.producers[i] if placement.within(j, module, call)]
+    passed = [
+        j
+        for j in data.producers[i]
+        if j not in inside and any(k != i and placement.within(k, module, call) for k in data.consumers[j])
+    ]
+    return bool(inside) and bool(passed)
 
 
 def _reaching(targets: list[int], data: DataGraph) -> set[int]:

@@ -97,8 +97,7 @@ def propagate(
     movable = [i for i in free if i not in pinned and i not in claimed]
     prepare_for_readers(movable, graph, data, tree, limits, modules, configured)
     settle(movable, graph, data, tree, limits, modules)
-    joins = [i for i in movable if len(data.producers[i]) > 1 and not any(j in fixed for j in data.producers[i])]
-    _deepen(joins, data, tree, limits, placement)
+    _deepen([i for i in movable if len(data.producers[i]) > 1], data, tree, limits, placement)
     fed = feeds_fixed(len(graph.node), data, fixed)
     heading_out = [out and not fed[i] for i, out in enumerate(reaches_outputs(graph, data))]
     return_tails(free, data, tree, heading_out, placement)
@@ -130,13 +129,17 @@ def _deepen(movable: list[int], data: DataGraph, tree: ModuleTree, limits: list[
     A first guess reads the first guesses of the inputs; once those moved into the module
     they prepare values for (the pooling a gate computes from), a node combining them with
     what the module was called with (the gate's product) is seen to run in that module too.
-    Nodes reading a parameter op's result are left alone: whether the call of the parameter's
-    module goes on after it or has returned, contexts cannot tell (a residual add).
+    Only a guess into which every input from outside was passed (a node of that call reads
+    it too) is taken: one that merely continues where an input was computed is not, since
+    whether that call goes on or has returned, contexts cannot tell (a residual add).
     """
     modules = placement.modules
     for i in movable:
         module, call, _ = context_of(i, data, tree, placement)
         current = modules[i]
+        outside = [j for j in data.producers[i] if not placement.within(j, module, call)]
+        if not all(any(k != i and placement.within(k, module, call) for k in data.consumers[j]) for j in outside):
+            continue
         if module != current and is_ancestor(current, module) and is_ancestor(limits[i], module):
             modules[i] = module
             placement.calls[i] = call
