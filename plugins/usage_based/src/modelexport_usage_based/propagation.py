@@ -95,9 +95,16 @@ def propagate(
     join_first_reader(free, graph, data, tree, types, modules)
     claimed = {i for i in free if tree.is_leaf(modules[i])}
     movable = [i for i in free if i not in pinned and i not in claimed]
-    prepare_for_readers(movable, graph, data, tree, limits, modules, configured)
+    static_settings = [
+        all(value in static_values for value in node.input if value and value not in data.inputs[i])
+        for i, node in enumerate(graph.node)
+    ]
+    prepare_for_readers(movable, graph, data, tree, limits, modules, configured, static_settings)
     settle(movable, graph, data, tree, limits, modules)
-    _deepen([i for i in movable if len(data.producers[i]) > 1], data, tree, limits, placement)
+    deepened = _deepen([i for i in movable if len(data.producers[i]) > 1], data, tree, limits, placement)
+    if deepened:  # what they feed may now be seen to prepare a value for another call
+        readers = sorted({k for i in deepened for k in data.consumers[i] if k in set(movable)})
+        prepare_for_readers(readers, graph, data, tree, limits, modules, configured, static_settings)
     fed = feeds_fixed(len(graph.node), data, fixed)
     heading_out = [out and not fed[i] for i, out in enumerate(reaches_outputs(graph, data))]
     return_tails(free, data, tree, heading_out, placement)
@@ -123,7 +130,7 @@ def _reads_results(i: int, data: DataGraph) -> bool:
     return bool(inputs) and not data.reads_graph_input[i] and all(value in data.graph_outputs for value in inputs)
 
 
-def _deepen(movable: list[int], data: DataGraph, tree: ModuleTree, limits: list[str], placement: Placement) -> None:
+def _deepen(movable: list[int], data: DataGraph, tree: ModuleTree, limits: list[str], placement: Placement) -> list[int]:
     """Guess again, from the refined contexts of their inputs, where joining nodes run; keep guesses that go deeper.
 
     A first guess reads the first guesses of the inputs; once those moved into the module
@@ -134,6 +141,7 @@ def _deepen(movable: list[int], data: DataGraph, tree: ModuleTree, limits: list[
     whether that call goes on or has returned, contexts cannot tell (a residual add).
     """
     modules = placement.modules
+    moved = []
     for i in movable:
         module, call, _ = context_of(i, data, tree, placement)
         current = modules[i]
@@ -143,6 +151,8 @@ def _deepen(movable: list[int], data: DataGraph, tree: ModuleTree, limits: list[
         if module != current and is_ancestor(current, module) and is_ancestor(limits[i], module):
             modules[i] = module
             placement.calls[i] = call
+            moved.append(i)
+    return moved
 
 
 def _caller_if_layer(qualname: str, tree: ModuleTree) -> str:

@@ -24,6 +24,7 @@ def prepare_for_readers(
     bounds: list[str],
     modules: dict[int, str],
     configured: list[bool],
+    static_settings: list[bool] | None = None,
 ) -> None:
     """A node that only adapts a widely read value for one module belongs to that module.
 
@@ -41,7 +42,8 @@ def prepare_for_readers(
     for i in reversed(free):
         if len(data.inputs[i]) != 1:
             continue
-        if not (data.is_published(data.inputs[i][0]) or (configured[i] and after_leaf(data.inputs[i][0]))):
+        published = data.is_published(data.inputs[i][0])
+        if not (published or configured[i]):
             continue
         outputs = data.outputs(graph, i)
         if any(value in data.graph_outputs for value in outputs):
@@ -54,8 +56,19 @@ def prepare_for_readers(
         }
         if len(readers) == 1:
             (reader,) = readers
+            if not published and not after_leaf(data.inputs[i][0]):
+                if not (static_settings and static_settings[i] and _from_other_branch(i, reader, data, tree, modules)):
+                    continue
             if is_ancestor(bounds[i], reader):
                 modules[i] = reader
+
+
+def _from_other_branch(i: int, reader: str, data: DataGraph, tree: ModuleTree, modules: dict[int, str]) -> bool:
+    """Whether node ``i`` reads a value made in a call that encloses neither it nor its reader (a sibling's result)."""
+    j = data.producer.get(data.inputs[i][0])
+    if j is None or j not in modules:
+        return False
+    return not is_ancestor(tree.closing_context(modules[j]), reader)
 
 
 def settle(
