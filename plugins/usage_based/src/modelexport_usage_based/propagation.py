@@ -79,6 +79,7 @@ def propagate(
         placement.calls[i] = call
         if final:
             pinned.add(i)
+    pinned |= _feed_from_inputs(free, data, tree, fixed, modules)
     # nodes set up by computed shapes or settings (a pad sized from its input) run where that input is
     # prepared for a parameter op, not in the activation before it
     configured = [
@@ -119,6 +120,46 @@ def propagate(
     _tag_readers_of(graph, index, kinds, tree, modules, also)
     _lift_hoisted(kinds, tree, modules)
     return Propagation(modules, also)
+
+
+def _feed_from_inputs(
+    free: list[int], data: DataGraph, tree: ModuleTree, fixed: set[int], modules: dict[int, str]
+) -> set[int]:
+    """Give the module of a parameter op what is computed from graph inputs for it alone (position ids from token ids).
+
+    A node computed from graph inputs only (and buffers: no computation on data before it)
+    whose results reach parameter ops of one module only, through such nodes, was computed by that module:
+    its caller would pass the inputs, not a value made for one child's lookup. Values that
+    meet other computation (a mask added to scores) stay where they are. Returns the nodes so placed.
+    """
+    fed = set(free)
+    from_inputs: set[int] = set()
+    constant_seeds = {j for j in fixed if not data.producers[j] and not data.reads_graph_input[j]}
+    for i in free:  # graph order: producers first
+        if all(j in from_inputs or j in constant_seeds for j in data.producers[i]) and (
+            any(j in from_inputs for j in data.producers[i]) or data.reads_graph_input[i]
+        ):
+            from_inputs.add(i)
+    targets: dict[int, set[str] | None] = {}
+    for i in reversed(free):
+        if i not in from_inputs:
+            continue
+        found: set[str] | None = set()
+        for k in data.consumers[i]:
+            if k in fixed:
+                found.add(tree.closing_context(modules[k]))
+            elif k in from_inputs and targets.get(k) is not None:
+                found |= targets[k]
+            else:
+                found = None
+                break
+        targets[i] = found
+    placed = set()
+    for i, found in targets.items():
+        if found is not None and len(found) == 1 and i in fed:
+            modules[i] = next(iter(found))
+            placed.add(i)
+    return placed
 
 
 def _reads_results(i: int, data: DataGraph) -> bool:
