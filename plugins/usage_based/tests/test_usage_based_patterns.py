@@ -1,0 +1,223 @@
+"""Per-node tags of usage_based's own export against PyTorch's records, on small models built here.
+
+Each model holds one pattern real architectures have (named after what it does, not after
+an architecture): a norm whose weight the exporter folds into ``1 + weight``, a module computing
+from a buffer, post-norm layers with equal norm weights, a gate multiplying its input, pooling of
+the returned value in the root, ids computed from the inputs for one lookup, and one block class
+with a residual in some instances only. Every recorded node must get the module PyTorch recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import onnx
+import pytest
+import torch
+from torch import nn
+from usage_based_support import Measured
+
+from modelexport_core import make_context, reference
+from modelexport_usage_based.strategy import UsageBasedStrategy
+
+WIDTH = 8
+
+
+class OffsetNorm(nn.Module):
+    """A norm scaling by ``1 + weight`` (weight zero at init): the exporter folds the sum into one constant."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(width))
+
+    def forward(self, x):
+        normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return normed * (1.0 + self.weight)
+
+
+class OffsetNormLayer(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.norm = OffsetNorm(width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + self.proj(self.norm(x))
+
+
+class OffsetNormStack(nn.Module):
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.layers = nn.ModuleList(OffsetNormLayer(width) for _ in range(2))
+        self.norm = OffsetNorm(width)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+
+class Waves(nn.Module):
+    """A parameter-free module but for a buffer, computing cos and sin of positions from it."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.register_buffer("frequencies", torch.arange(1, width // 2 + 1, dtype=torch.float32) / width)
+
+    def forward(self, positions):
+        angles = positions[:, :, None] * self.frequencies
+        angles = torch.cat([angles, angles], dim=-1)
+        return angles.cos() * 2.0, angles.sin() * 2.0
+
+
+class WaveModel(nn.Module):
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.waves = Waves(width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x, positions):
+        cos, sin = self.waves(positions)
+        return self.proj(x * cos + x * sin)
+
+
+class PostNormLayer(nn.Module):
+    """The norm after the residual add: it closes the layer and feeds the next one."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x):
+        return self.norm(x + self.proj(x))
+
+
+class PostNormStack(nn.Module):
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.layers = nn.ModuleList(PostNormLayer(width) for _ in range(3))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Gate(nn.Module):
+    """Pools its input, computes a gate from it with a small sequential, multiplies the input by the gate."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.score = nn.Sequential(nn.Conv2d(channels, channels, 1), nn.Sigmoid())
+
+    def forward(self, x):
+        return x * self.score(self.pool(x))
+
+
+class GatedBlock(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(), Gate(channels))
+        self.out = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        return self.out(self.layers(x))
+
+
+class GatedCnn(nn.Module):
+    """Gated blocks, then the root pools what the stack returns."""
+
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, 3, padding=1)
+        self.blocks = nn.Sequential(GatedBlock(channels), GatedBlock(channels))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+
+    def forward(self, pixels):
+        hidden = self.blocks(self.stem(pixels))
+        return hidden, self.pool(hidden).flatten(1)
+
+
+class CountedEmbeddings(nn.Module):
+    """Token lookup plus a position lookup whose ids are computed here from the token ids."""
+
+    def __init__(self, vocab: int = 16, width: int = WIDTH):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(vocab + 2, width)
+
+    def forward(self, ids):
+        mask = ids.ne(0).int()
+        position_ids = torch.cumsum(mask, dim=1) * mask + 1
+        return self.tokens(ids) + self.positions(position_ids)
+
+
+class CountedModel(nn.Module):
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.embeddings = CountedEmbeddings(width=width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, ids):
+        return self.proj(self.embeddings(ids))
+
+
+class MaybeResidual(nn.Module):
+    """One class; the instances that keep the width add their input back, the others do not."""
+
+    def __init__(self, width_in: int, width_out: int):
+        super().__init__()
+        self.expand = nn.Linear(width_in, width_in * 2)
+        self.act = nn.ReLU()
+        self.reduce = nn.Linear(width_in * 2, width_out)
+        self.residual = width_in == width_out
+
+    def forward(self, x):
+        y = self.reduce(self.act(self.expand(x)))
+        return x + y if self.residual else y
+
+
+class MaybeResidualStack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(MaybeResidual(4, 8), MaybeResidual(8, 8), MaybeResidual(8, 6), MaybeResidual(6, 6))
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+def _tokens() -> dict[str, torch.Tensor]:
+    return {"ids": torch.tensor([[3, 5, 7, 0, 0], [1, 2, 3, 4, 0]])}
+
+
+CASES = {
+    "offset_norm": (OffsetNormStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
+    "buffer_waves": (WaveModel, lambda: {"x": torch.randn(2, 5, WIDTH), "positions": torch.rand(2, 5) * 5}),
+    "post_norm": (PostNormStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
+    "gated_cnn": (GatedCnn, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
+    "counted_positions": (CountedModel, _tokens),
+    "maybe_residual": (MaybeResidualStack, lambda: {"x": torch.randn(2, 5, 4)}),
+}
+
+
+def _measure(name: str, directory) -> Measured:
+    build, inputs = CASES[name]
+    torch.manual_seed(0)
+    model = build().eval()
+    ctx = make_context(model, inputs())
+    path = directory / f"{name}.onnx"
+    with contextlib.redirect_stderr(io.StringIO()):
+        result = UsageBasedStrategy().export(ctx, path)
+    onnx_model = onnx.load(str(path))
+    names = [qualname for qualname, _ in ctx.module.named_modules()]
+    return Measured(ctx, onnx_model, result, reference.torchscript_node_modules(onnx_model, names))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_recorded_node_gets_the_recorded_module(name, tmp_path):
+    measured = _measure(name, tmp_path)
+    assert measured.tag_agreement() == 1.0, measured.disagreements()
+    assert measured.contamination() == []
