@@ -7,7 +7,14 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from modelexport_core.onnx_file import StreamedTensor, check_graph, load_graph, save_graph, save_with_initializers
+from modelexport_core.onnx_file import (
+    StreamedTensor,
+    check_graph,
+    load_graph,
+    save_graph,
+    save_with_initializers,
+    tensor_value,
+)
 
 
 def _model_with_weights(path, *, subgraph: bool = False) -> onnx.ModelProto:
@@ -36,8 +43,12 @@ def test_the_graph_is_read_without_weights_and_written_back_around_them(tmp_path
     original = _model_with_weights(source, subgraph=True)
     graph = load_graph(source)
     assert [n.name for n in graph.graph.node] == [n.name for n in original.graph.node]
-    assert all(init.data_location == TensorProto.EXTERNAL and not init.raw_data for init in graph.graph.initializer)
-    assert [list(init.dims) for init in graph.graph.initializer] == [[64, 64], [64]]
+    weight, bias = graph.graph.initializer  # the weight's data stays in the file, the small bias inline
+    assert weight.data_location == TensorProto.EXTERNAL and not weight.raw_data and list(weight.dims) == [64, 64]
+    assert bias.data_location != TensorProto.EXTERNAL and list(bias.dims) == [64]
+    for stub, full in zip(graph.graph.initializer, original.graph.initializer):
+        assert np.array_equal(tensor_value(stub, tmp_path), numpy_helper.to_array(full))
+    assert weight.data_location == TensorProto.EXTERNAL and not weight.raw_data  # reading it left the stub alone
     for model in (graph, original):  # the same edits: tags, and a weight and a node renamed
         for node in model.graph.node:
             node.metadata_props.add(key="k", value=node.name)

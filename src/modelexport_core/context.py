@@ -8,7 +8,7 @@ from .errors import ModelRunError
 from .exporters import first_line
 from .strategy import ExportContext
 from .widening import widen_for_model
-from .wrapper import forward_parameters, output_names, run_model, wrap_model
+from .wrapper import flatten_outputs, forward_parameters, output_names, run_model, wrap_model
 
 if TYPE_CHECKING:
     import torch
@@ -65,8 +65,10 @@ def make_context(
 
     try:
         args, axes, notes, output = widen_for_model(run, user_args, names, default_dynamic_axes(inputs) if dynamic else {})
+        example_outputs: tuple = ()
         if output is None:
             output = run(user_args)
+            example_outputs = tuple(tensor for _, tensor in flatten_outputs(output))
     except Exception as error:
         shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in inputs.items())
         raise ModelRunError(
@@ -83,4 +85,5 @@ def make_context(
         options=dict(options or {}),
         example_args=user_args,
         notes=tuple(notes),
+        example_outputs=example_outputs,
     )

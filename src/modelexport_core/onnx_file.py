@@ -12,11 +12,13 @@ Files with external data (over 2 GB) work the same way: their initializers are s
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, NamedTuple
 
 if TYPE_CHECKING:
+    import numpy as np
     import onnx
 
 _MODEL_GRAPH = 7
@@ -24,9 +26,12 @@ _GRAPH_NODE = 1
 _GRAPH_INITIALIZER = 5
 _TENSOR_DATA_FIELDS = frozenset({4, 5, 6, 7, 9, 10, 11})  # float, int32, string, int64, raw, double, uint64
 _TENSOR_RAW_DATA = 9
+_INLINE_LIMIT = 1024  # bytes of data a stub keeps inline, as onnx.save keeps small tensors out of external data
+_RAW_LAYOUT_FIELDS = frozenset({4, 9, 10})  # raw_data, and packed fixed-width float/double: the raw bytes
 _TENSOR_EXTERNAL_DATA = 13
 _TENSOR_DATA_LOCATION = 14
 _LENGTH_DELIMITED = 2
+_DATA_FIELD_NAMES = ("float_data", "int32_data", "string_data", "int64_data", "raw_data", "double_data", "uint64_data")
 _WINDOW = 1 << 16
 
 class _Field(NamedTuple):
@@ -129,13 +134,24 @@ def _stub_tensor(reader: _Reader, tensor: _Field, file_name: str) -> bytes:
     """
     parts = []
     external = False
-    data: _Field | None = None
+    data_fields: list[_Field] = []
     for field in _fields(reader, tensor.value_start, tensor.end):
         if field.number in _TENSOR_DATA_FIELDS:
-            data = field
+            data_fields.append(field)
             continue
         external |= field.number == _TENSOR_DATA_LOCATION
         parts.append(reader.read(field.start, field.end - field.start))
+    if (
+        len(data_fields) > 1
+        or any(f.number not in _RAW_LAYOUT_FIELDS for f in data_fields)
+        or sum(f.end - f.value_start for f in data_fields) <= _INLINE_LIMIT
+    ):
+        # small data stays in the stub (runtimes read shapes and axes from it during shape inference), and
+        # so does varint-packed or split data, which is not the tensor's raw bytes (such data is small)
+        parts.extend(reader.read(f.start, f.end - f.start) for f in data_fields)
+        body = b"".join(parts)
+        return _encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED) + _encode_varint(len(body)) + body
+    data = data_fields[0] if data_fields else None
     if not external:
         import onnx
 
@@ -273,8 +289,8 @@ def save_graph(model: "onnx.ModelProto", source: Path, target: Path) -> None:
                 continue
             header = onnx.TensorProto()
             header.CopyFrom(stub)
-            header.ClearField("external_data")
-            header.ClearField("data_location")
+            for name in ("external_data", "data_location", *_DATA_FIELD_NAMES):
+                header.ClearField(name)
             head = header.SerializeToString()
             length = len(head) + data.end - data.start
             pieces.append(_encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED) + _encode_varint(length) + head)
@@ -329,13 +345,8 @@ def check_graph(model: "onnx.ModelProto", source: Path) -> None:
     """
     import onnx
 
-    source = Path(source)
-    stub = source.with_name(f".{source.name}.graph-check")
-    try:
-        stub.write_bytes(model.SerializeToString())  # onnx.save would walk every tensor for external data
+    with stub_file(model, source, "graph-check") as stub:
         onnx.checker.check_model(str(stub))
-    finally:
-        stub.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -361,3 +372,43 @@ def save_with_initializers(model: "onnx.ModelProto", tensors: list[StreamedTenso
         pieces.append(initializer_key + _encode_varint(len(header) + tensor.nbytes) + header)
         pieces.append(tensor)
     _write_model(model, pieces, None, target)
+
+
+def tensor_value(tensor: "onnx.TensorProto", base_dir: Path) -> "np.ndarray":
+    """The value of an initializer of a graph read by :func:`load_graph` (or of any tensor), as an array.
+
+    A stub's data is read from where it lies (``base_dir`` is the folder of the file read);
+    the stub itself is left as it is, so reading every weight one at a time never holds
+    more than one of them.
+    """
+    import onnx
+    from onnx import numpy_helper
+
+    if tensor.data_location != onnx.TensorProto.EXTERNAL:
+        return numpy_helper.to_array(tensor)
+    info = {entry.key: entry.value for entry in tensor.external_data}
+    with open(Path(base_dir) / info["location"], "rb") as stream:
+        stream.seek(int(info.get("offset", 0)))
+        data = stream.read(int(info["length"])) if "length" in info else stream.read()
+    inline = onnx.TensorProto()
+    inline.CopyFrom(tensor)
+    inline.ClearField("external_data")
+    inline.data_location = onnx.TensorProto.DEFAULT
+    inline.raw_data = data
+    return numpy_helper.to_array(inline)
+
+
+@contextmanager
+def stub_file(model: "onnx.ModelProto", source: Path, purpose: str) -> Iterator[Path]:
+    """``model`` (read from ``source`` with :func:`load_graph`, maybe edited) saved beside ``source`` while in use.
+
+    Its stubs refer to the weights where they lie, so a runtime given this path loads a
+    complete model without the weights ever passing through Python.
+    """
+    source = Path(source)
+    path = source.with_name(f".{source.name}.{purpose}")
+    try:
+        path.write_bytes(model.SerializeToString())  # onnx.save would walk every tensor for external data
+        yield path
+    finally:
+        path.unlink(missing_ok=True)

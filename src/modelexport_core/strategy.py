@@ -65,6 +65,9 @@ class ExportContext:
     options: Mapping[str, Any] = field(default_factory=dict)
     example_args: tuple["torch.Tensor", ...] = ()
     notes: tuple[str, ...] = ()
+    example_outputs: tuple["torch.Tensor", ...] = ()
+    """The wrapper's outputs on :attr:`user_args` where the core has them already (verification
+    compares with them rather than running the model again); empty otherwise."""
 
     def model_qualname(self, exported_qualname: str) -> str:
         """Map a module name inside ``module`` to its name in the user's model ('' is the root)."""

@@ -85,14 +85,16 @@ def output_atol(tensor: "torch.Tensor", atol: float) -> float:
     return max(atol, HALF_PRECISION_ATOL.get(str(tensor.dtype).removeprefix("torch."), 0.0))
 
 
-def _compare(session, ctx: "ExportContext", args: tuple, atol: float) -> ShapeCheck:
+def _compare(session, ctx: "ExportContext", args: tuple, atol: float, outputs: list | None = None) -> ShapeCheck:
+    """onnxruntime against PyTorch on ``args``; ``outputs``: PyTorch's, where they were computed already."""
     import numpy as np
     import torch
 
     graph_inputs = {i.name for i in session.get_inputs()}
     feed = {name: to_numpy(tensor) for name, tensor in zip(ctx.input_names, args) if name in graph_inputs}
-    with torch.no_grad():
-        outputs = list(ctx.module(*args))
+    if outputs is None:
+        with torch.no_grad():
+            outputs = list(ctx.module(*args))
     expected = [to_numpy(t.float() if t.dtype == torch.bfloat16 else t) for t in outputs]
     actual = session.run(None, feed)
     shapes = {n: list(a.shape) for n, a in zip(ctx.input_names, args)}
@@ -128,16 +130,16 @@ def verify(onnx_path: Path, ctx: "ExportContext", atol: float = 1e-4) -> Verific
         return Verification(atol, [], skipped="bfloat16 inputs have no NumPy type, so onnxruntime cannot be fed them here")
     try:
         session = onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
-        checks = [_compare(session, ctx, ctx.user_args, atol)]
+        checks = [_compare(session, ctx, ctx.user_args, atol, list(ctx.example_outputs) or None)]
         notes: tuple[str, ...] = ()
         if ctx.dynamic_axes:
             second = resized_inputs(ctx)
-            reason = _pytorch_rejects(ctx, second)
+            reason, outputs = _pytorch_outputs(ctx, second)
             if reason:
                 shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in zip(ctx.input_names, second))
                 notes = (f"the second shape ({shapes}) was not checked: the model itself fails on it ({reason})",)
             else:
-                checks.append(_compare(session, ctx, second, atol))
+                checks.append(_compare(session, ctx, second, atol, outputs))
     except Exception as error:  # onnxruntime raises its own exception types for models it cannot run
         message = " ".join(str(error).split())
         if half:
@@ -146,15 +148,14 @@ def verify(onnx_path: Path, ctx: "ExportContext", atol: float = 1e-4) -> Verific
     return Verification(atol, checks, notes=notes)
 
 
-def _pytorch_rejects(ctx: "ExportContext", args: tuple) -> str:
-    """Why the model fails in PyTorch on ``args`` (the guessed second shape), or ''."""
+def _pytorch_outputs(ctx: "ExportContext", args: tuple) -> tuple[str, list]:
+    """The model's outputs in PyTorch on ``args`` (the guessed second shape), or why it fails on them."""
     import torch
 
     from .exporters import first_line
 
     try:
         with torch.no_grad():
-            ctx.module(*args)
+            return "", list(ctx.module(*args))
     except Exception as error:  # the guess of which axes vary together was wrong for this model
-        return f"{type(error).__name__}: {first_line(error)}"
-    return ""
+        return f"{type(error).__name__}: {first_line(error)}", []

@@ -26,6 +26,9 @@ LAYER_KEY = "layer_ann"
 TORCH_NAMESPACE_KEY = "pkg.torch.onnx.namespace"
 
 
+_OWN_KEYS = frozenset({TAG_KEY, MODULE_KEY, NAMESPACE_KEY, LAYER_KEY, TORCH_NAMESPACE_KEY})
+
+
 @dataclass(frozen=True)
 class NodeTag:
     """What one node is tagged with."""
@@ -71,15 +74,24 @@ def write_viewer_keys(node: "onnx.NodeProto", tag: str) -> None:
 
 
 def _tag_node(node: "onnx.NodeProto", tag: NodeTag, doc_string: bool, strategy: str, viewer_keys: bool) -> None:
-    _set_property(node, TAG_KEY, tag.tag)
-    _set_property(node, MODULE_KEY, tag.module)
-    if viewer_keys and tag.tag:
-        write_viewer_keys(node, tag.tag)
+    props = node.metadata_props
+    if any(prop.key in _OWN_KEYS for prop in props):  # tagged before, or PyTorch's namespace to move aside
+        _set_property(node, TAG_KEY, tag.tag)
+        _set_property(node, MODULE_KEY, tag.module)
+        if viewer_keys and tag.tag:
+            write_viewer_keys(node, tag.tag)
+    else:  # the common case: four entries appended, no search
+        props.add(key=TAG_KEY, value=tag.tag)
+        props.add(key=MODULE_KEY, value=tag.module)
+        if viewer_keys and tag.tag:
+            props.add(key=NAMESPACE_KEY, value=tag.tag)
+            props.add(key=LAYER_KEY, value=layer_annotation(tag.tag))
     if doc_string:
         node.doc_string = _doc_string(tag, strategy)
-    for subgraph in subgraphs_of(node):  # nodes inside If/Loop/Scan bodies belong to the node that owns them
-        for sub_node in subgraph.node:
-            _tag_node(sub_node, tag, doc_string, strategy, viewer_keys)
+    if node.attribute:
+        for subgraph in subgraphs_of(node):  # nodes inside If/Loop/Scan bodies belong to the node that owns them
+            for sub_node in subgraph.node:
+                _tag_node(sub_node, tag, doc_string, strategy, viewer_keys)
 
 
 def subgraphs_of(node: "onnx.NodeProto") -> list["onnx.GraphProto"]:

@@ -20,15 +20,13 @@ from typing import TYPE_CHECKING, Iterable
 from modelexport_core.graph import GraphIndex, fill_missing_modules
 from modelexport_core.tags import common_ancestor, is_ancestor
 
-from .project import Projection
+from .project import SMALL_SIZE, Projection
 from .trace import Trace
 
 if TYPE_CHECKING:
     import numpy as np
     import onnx
 
-SMALL_SIZE = 8
-"""Values with at most this many elements are taken for scalars and shapes."""
 
 
 def _small(value: "np.ndarray | None") -> bool:
@@ -122,20 +120,21 @@ def tag_nodes(
     return result, also, how
 
 
-def structural_ids(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"]) -> list[int | None]:
+def structural_ids(
+    graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], constants: dict[str, "np.ndarray"]
+) -> list[int | None]:
     """For each node with small outputs, an id shared by the nodes computing the same thing.
 
     Same thing means the same operation, attributes and inputs, where constants count by
-    value and computed inputs by their own ids. Nodes with bigger outputs get ``None``.
+    value (``constants``: the small initializers' values) and computed inputs by their own
+    ids. Nodes with bigger outputs get ``None``.
     """
-    from onnx import numpy_helper
-
     keys: dict[str, tuple] = {}
     for position, value in enumerate(graph.input):
         keys[value.name] = ("input", position)
     for initializer in graph.initializer:
-        array = numpy_helper.to_array(initializer)
-        small = array.size <= SMALL_SIZE
+        array = constants.get(initializer.name)
+        small = array is not None
         keys[initializer.name] = ("constant", array.dtype.str, array.shape, array.tobytes()) if small else ("large",)
     interned: dict[tuple, int] = {}
     result: list[int | None] = []
@@ -175,7 +174,7 @@ def _follow_first_occurrences(
     but the repeat.
     """
     keys = index.keys
-    structure = structural_ids(graph, values)
+    structure = structural_ids(graph, values, projection.small_initializers)
     first: dict[int, int] = {}
     repeats: list[int] = []
     for node_index, identity in enumerate(structure):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .trace import INPUT_PREFIX, Trace
 from modelexport_core.tags import is_ancestor
@@ -44,6 +44,8 @@ class Projection:
     initializer_params: dict[str, frozenset[str]] = field(default_factory=dict)
     """Initializer (or Identity of one) to the parameters holding the same values."""
     folded: dict[int, int] = field(default_factory=dict)
+    small_initializers: dict[str, "np.ndarray"] = field(default_factory=dict)
+    """The values of the initializers of at most ``SMALL_SIZE`` elements."""
     """ONNX node index to the first of several calls the exporter folded into it (where that differs)."""
 
 
@@ -57,35 +59,71 @@ def _candidates(trace: Trace) -> ValueIndex[int]:
 
 
 def _parameters(trace: Trace) -> ValueIndex[str]:
-    """Every parameter and buffer by qualified name, matrices also transposed (the exporter folds ``W.T``)."""
+    """Every parameter and buffer by qualified name."""
     index: ValueIndex[str] = ValueIndex()
     for name, value in trace.param_values.items():
         index.add(name, value)
-        if value.ndim == 2:
-            index.add(name, value.T)
     return index
 
 
-def initializer_parameters(onnx_model: "onnx.ModelProto", trace: Trace) -> dict[str, frozenset[str]]:
-    """For each initializer and each Identity of one, the parameters it may hold (equal values)."""
+ArrayReader = Callable[["onnx.TensorProto"], "np.ndarray"]
+"""Reads an initializer's value (from the proto, or from the file a stub refers to)."""
+
+
+@dataclass
+class Initializers:
+    """What the projection and the fill need to know of the graph's initializers, read once."""
+
+    params: dict[str, frozenset[str]]
+    """Initializer (or Identity of one) to the parameters holding the same values (a matrix maybe transposed)."""
+    informative: set[str]
+    """Initializers (and Identities of them) whose values say which parameter they are: not all one number."""
+    small: dict[str, "np.ndarray"]
+    """The values of initializers of at most ``SMALL_SIZE`` elements (scalars and shapes)."""
+
+
+SMALL_SIZE = 8
+"""Values with at most this many elements are taken for scalars and shapes."""
+
+
+def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayReader | None = None) -> Initializers:
+    """One pass over the initializers, each read and let go in turn (weights are never all held at once).
+
+    A matrix may hold a parameter transposed (the exporter folds ``W.T``): it is looked up
+    both ways.
+    """
+    import numpy as np
     from onnx import numpy_helper
 
+    read = read or numpy_helper.to_array
     index = _parameters(trace)
-    result: dict[str, frozenset[str]] = {}
+    facts = Initializers({}, set(), {})
     for initializer in onnx_model.graph.initializer:
-        result[initializer.name] = frozenset(index.find(numpy_helper.to_array(initializer)))
+        array = read(initializer)
+        found = set(index.find(array))
+        if array.ndim == 2:
+            found.update(index.find(np.ascontiguousarray(array.T)))
+        facts.params[initializer.name] = frozenset(found)
+        if informative(array):
+            facts.informative.add(initializer.name)
+        if array.size <= SMALL_SIZE:
+            facts.small[initializer.name] = array
     for node in onnx_model.graph.node:
-        if node.op_type == "Identity" and node.input and node.input[0] in result:
-            result[node.output[0]] = result[node.input[0]]
-    return result
+        if node.op_type == "Identity" and node.input and node.input[0] in facts.params:
+            facts.params[node.output[0]] = facts.params[node.input[0]]
+            if node.input[0] in facts.informative:
+                facts.informative.add(node.output[0])
+    return facts
 
 
-def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trace: Trace) -> Projection:
+def project(
+    onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trace: Trace, initializers: Initializers
+) -> Projection:
     """Match ONNX nodes to recorded calls by comparing values and following data flow."""
     graph = onnx_model.graph
     ancestors = trace.ancestors()
     candidates = _candidates(trace)
-    params_of = initializer_parameters(onnx_model, trace)
+    params_of = initializers.params
     dependent = trace.input_dependent()
     inputs = {r.op[len(INPUT_PREFIX):]: r.index for r in trace.records if r.op.startswith(INPUT_PREFIX)}
 
@@ -97,8 +135,8 @@ def project(onnx_model: "onnx.ModelProto", values: dict[str, "np.ndarray"], trac
         if value.name in inputs:
             anchors[value.name] = frozenset([frozenset([inputs[value.name]])])
     used_records: set[int] = set()
-    projection = Projection(initializer_params=params_of)
-    telling = _informative_initializers(onnx_model)
+    projection = Projection(initializer_params=params_of, small_initializers=initializers.small)
+    telling = initializers.informative
     shape_reads: dict[int, list[int]] = {}
     shapes = _initializer_shapes(onnx_model)
 
@@ -239,17 +277,6 @@ def _initializer_shapes(onnx_model: "onnx.ModelProto") -> dict[str, tuple[int, .
         if node.op_type == "Identity" and node.input and node.input[0] in shapes:
             shapes[node.output[0]] = shapes[node.input[0]]
     return shapes
-
-
-def _informative_initializers(onnx_model: "onnx.ModelProto") -> set[str]:
-    """Initializers (and Identities of them) whose values say which parameter they are: not all one number."""
-    from onnx import numpy_helper
-
-    names = {t.name for t in onnx_model.graph.initializer if informative(numpy_helper.to_array(t))}
-    for node in onnx_model.graph.node:
-        if node.op_type == "Identity" and node.input and node.input[0] in names:
-            names.add(node.output[0])
-    return names
 
 
 def _direct_readers(

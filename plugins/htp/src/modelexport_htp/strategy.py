@@ -25,6 +25,7 @@ from modelexport_core import (
 from modelexport_core.exporters import export_torchscript, first_line
 
 if TYPE_CHECKING:
+    import numpy as np
     import onnx
 
     from .project import Projection
@@ -108,8 +109,6 @@ class HTPStrategy(TaggingStrategy):
             raise StrategyUnavailable(f"htp.exporter must be one of {', '.join(EXPORTERS)}, not {exporter!r}")
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
-        import onnx
-
         self.check(ctx)
         choice = ctx.options.get("exporter", "auto")
         attempts = ["torchscript", "dynamo"] if choice == "auto" else [choice]
@@ -124,7 +123,10 @@ class HTPStrategy(TaggingStrategy):
                 failures.append(f"{exporter} export failed: {_one_line(error)}")
         else:
             raise StrategyFailed("; ".join(failures))
-        result = self._tag(ctx, onnx.load(str(onnx_path)), exporter)
+        from modelexport_core.onnx_file import load_graph
+
+        # the graph only: onnxruntime and the initializer reads take the weights from the file
+        result = self._tag(ctx, load_graph(Path(onnx_path)), exporter, source=Path(onnx_path))
         if failures:
             result.details["exporter_fallback"] = failures
         return result
@@ -134,9 +136,12 @@ class HTPStrategy(TaggingStrategy):
         self.check(ctx)
         return self._tag(ctx, onnx_model, _exporter_guess(onnx_model))
 
-    def _tag(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str) -> TaggingResult:
+    def _tag(
+        self, ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, source: Path | None = None
+    ) -> TaggingResult:
+        """Trace, run the file in onnxruntime, project; ``source``: the file a weightless graph was read from."""
         from .fill import tag_nodes
-        from .project import project
+        from .project import project, read_initializers
         from .trace import trace_execution
         from .values import intermediate_values
 
@@ -145,10 +150,17 @@ class HTPStrategy(TaggingStrategy):
         except Exception as error:  # noqa: BLE001
             raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
         try:
-            values = intermediate_values(onnx_model, ctx.input_names, ctx.args)
+            values = intermediate_values(onnx_model, ctx.input_names, ctx.args, source)
         except Exception as error:  # noqa: BLE001
             raise StrategyFailed(f"onnxruntime could not run the export: {_one_line(error)}") from error
-        projection = project(onnx_model, values, trace)
+        reader = None
+        if source is not None:
+            from modelexport_core.onnx_file import tensor_value
+
+            def reader(tensor: "onnx.TensorProto") -> "np.ndarray":
+                return tensor_value(tensor, source.parent)
+
+        projection = project(onnx_model, values, trace, read_initializers(onnx_model, trace, reader))
         node_modules, also, how = tag_nodes(onnx_model, projection, trace, values)
         details = _details(ctx, trace, projection, how, exporter)
         return TaggingResult(node_modules=node_modules, exporter=exporter, also=also, details=details)

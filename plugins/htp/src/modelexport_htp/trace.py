@@ -4,7 +4,8 @@ Forward pre/post hooks on every module keep a stack of the modules executing; a
 ``TorchFunctionMode`` sees every torch call (functions, tensor methods, factories: no
 list of ops) and records, for each call that returns tensors, the module stack at that
 moment, which earlier records produced its tensor inputs, which parameters it read and
-a copy of its outputs. The copies are what the projection compares ONNX values with.
+its outputs (copied only when a later call is about to write into them). Those values are
+what the projection compares ONNX values with.
 The only calls known by name are the few that change no value and that exporters
 write no node for (dropout in eval, ``contiguous``): the projection passes over them.
 """
@@ -112,6 +113,18 @@ def _mutates_first_argument(op: str) -> bool:
     return last == "__setitem__" or (last.endswith("_") and not last.endswith("__"))
 
 
+def _mutates(op: str, args: tuple, kwargs: dict) -> list[Any]:
+    """The tensors a call may write into: an in-place call's first argument (``x += y``, ``inplace=True`` too), ``out=``."""
+    last = op.rpartition(".")[2]
+    written = []
+    in_place = _mutates_first_argument(op) or (last.startswith("__i") and last.endswith("__"))
+    if args and (in_place or kwargs.get("inplace") is True or (len(args) > 1 and args[-1] is True)):
+        written.append(args[0])
+    if kwargs.get("out") is not None:
+        written.extend(_tensors(kwargs["out"]))
+    return written
+
+
 class _Recorder:
     """State shared by the module hooks and the function mode during one traced run."""
 
@@ -122,6 +135,28 @@ class _Recorder:
         self.param_ids = param_ids
         self.producer: dict[int, int] = {}
         self.alive: list[Any] = []  # keeps every seen tensor alive so that ids are never reused
+        self.live: dict[int, list[tuple[OpRecord, int]]] = {}
+        """Recorded outputs held as the model's own tensors, by storage: copied only before a call writes to them."""
+
+    def _keep(self, record: OpRecord, tensor: "torch.Tensor") -> None:
+        """Hold ``tensor`` as an output of ``record``, without a copy until something writes into its storage."""
+        record.outputs.append(tensor.detach())
+        try:
+            storage = tensor.untyped_storage().data_ptr()
+        except Exception:  # noqa: BLE001 - tensors without storage (sparse, nested): copy at once
+            record.outputs[-1] = tensor.detach().clone()
+            return
+        self.live.setdefault(storage, []).append((record, len(record.outputs) - 1))
+
+    def before_call(self, op: str, args: tuple, kwargs: dict) -> None:
+        """Copy the recorded values a call is about to overwrite (and every view sharing their storage)."""
+        for tensor in _mutates(op, args, kwargs):
+            try:
+                storage = tensor.untyped_storage().data_ptr()
+            except Exception:  # noqa: BLE001
+                continue
+            for record, position in self.live.pop(storage, []):
+                record.outputs[position] = record.outputs[position].clone()
 
     def add_input(self, name: str, tensor: "torch.Tensor") -> None:
         record = OpRecord(len(self.records), f"{INPUT_PREFIX}{name}", (), (), ())
@@ -168,8 +203,8 @@ class _Recorder:
             record.alias = any(id(t) in argument_ids for t in outputs)
         for tensor in outputs:
             try:
-                record.outputs.append(tensor.detach().clone())
-            except Exception:  # noqa: BLE001 - tensors that cannot be copied are simply not compared
+                self._keep(record, tensor)
+            except Exception:  # noqa: BLE001 - tensors that cannot be held are simply not compared
                 continue
             self.producer[id(tensor)] = record.index
             self.alive.append(tensor)
@@ -184,8 +219,10 @@ def _make_mode(recorder: _Recorder):
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            op = _op_name(func)
+            recorder.before_call(op, args, kwargs)
             result = func(*args, **kwargs)
-            recorder.record(_op_name(func), args, kwargs, result)
+            recorder.record(op, args, kwargs, result)
             return result
 
     return RecordingMode()

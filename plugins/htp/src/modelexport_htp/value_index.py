@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from typing import TYPE_CHECKING, Generic, Hashable, TypeVar
+from typing import TYPE_CHECKING, Generic, Hashable, Iterable, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,6 +25,7 @@ SAMPLE = 64
 TINY = 1.1754944e-38
 """The smallest normal float32: below it a value has lost its digits (subnormal) and tells nothing."""
 Key = TypeVar("Key", bound=Hashable)
+_Entry = tuple  # (sum of absolute values, key, value, scale)
 
 
 def _kind(array: "np.ndarray") -> str:
@@ -36,7 +37,12 @@ def _summary(array: "np.ndarray") -> tuple[tuple, float]:
     import numpy as np
 
     if array.dtype.kind in "fc":
-        data = np.abs(array.astype(np.float64, copy=False))
+        data = np.abs(array)
+        with np.errstate(invalid="ignore", over="ignore"):
+            total = float(data.sum(dtype=np.float64))
+        if np.isfinite(total):  # the common case: no NaN or infinity, one pass in the value's own precision
+            return (tuple(array.shape), "f", 0), total
+        data = data.astype(np.float64, copy=False)
         finite = np.isfinite(data)
         bucket = (tuple(array.shape), "f", int(data.size - finite.sum()))
         return bucket, float(data[finite].sum())
@@ -62,28 +68,61 @@ def scale(array: "np.ndarray") -> float:
     if array.dtype.kind not in "fc" or array.size == 0:
         return 1.0
     with np.errstate(invalid="ignore", over="ignore"):
+        largest = float(np.max(np.abs(array)))
+        if np.isfinite(largest):  # the common case: one pass, no copy in double precision
+            return min(1.0, largest)
         data = np.abs(array.astype(np.float64, copy=False))
         finite = data[np.isfinite(data)]
     return float(min(1.0, finite.max())) if finite.size else 1.0
 
 
-def same_values(a: "np.ndarray", b: "np.ndarray") -> bool:
-    """Equal up to the rounding two runtimes may differ by (NaN equals NaN, infinities must agree)."""
+def same_values(
+    a: "np.ndarray",
+    b: "np.ndarray",
+    scale_a: float | None = None,
+    scale_b: float | None = None,
+    sampled: bool = False,
+) -> bool:
+    """Equal up to the rounding two runtimes may differ by (NaN equals NaN, infinities must agree).
+
+    ``scale_a`` and ``scale_b`` are the values' :func:`scale` where the caller knows them
+    already; ``sampled``: the caller compared the two on :func:`_sample` already.
+    """
 
     if not hasattr(a, "shape") or not hasattr(b, "shape") or a.shape != b.shape:
         return False
-    atol = ATOL * max(scale(a), scale(b), TINY)
-    if a.size >= 2 * SAMPLE:  # most unequal pairs differ everywhere: reject them on a sample first
-        step = a.size // SAMPLE
-        if not _close(a.reshape(-1)[::step], b.reshape(-1)[::step], atol):
+    atol = ATOL * max(scale(a) if scale_a is None else scale_a, scale(b) if scale_b is None else scale_b, TINY)
+    if a.size >= 2 * SAMPLE and not sampled:  # most unequal pairs differ everywhere: reject them on a sample first
+        if not _close(_sample(a), _sample(b), atol):
             return False
     return _close(a, b, atol)
+
+
+def _sample(array: "np.ndarray") -> "np.ndarray":
+    """Evenly spaced elements of a value (at least ``SAMPLE`` of them when it has ``2 * SAMPLE``)."""
+    return array.reshape(-1)[:: max(1, array.size // SAMPLE)]
+
+
+def _samples_close(
+    samples: "np.ndarray", scales: "np.ndarray", sample: "np.ndarray", own_scale: float
+) -> "np.ndarray":
+    """Which rows of ``samples`` (float64) are close to ``sample``, each with the tolerance :func:`same_values` uses."""
+    import numpy as np
+
+    query = sample.astype(np.float64)
+    atol = ATOL * np.maximum(np.maximum(scales, own_scale), TINY)
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = (samples == query) | (np.abs(query - samples) <= atol[:, None] + RTOL * np.abs(samples))
+        close |= np.isnan(samples) & np.isnan(query)
+    return close.all(axis=1)
 
 
 def _close(a: "np.ndarray", b: "np.ndarray", atol: float) -> bool:
     import numpy as np
 
     if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+        if a.dtype == b.dtype and np.array_equal(a, b):  # a weight stored as it is: no copy in double precision
+            return True
         with np.errstate(invalid="ignore", over="ignore"):
             return bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=RTOL, atol=atol, equal_nan=True))
     return bool(np.array_equal(a, b))
@@ -93,20 +132,30 @@ class ValueIndex(Generic[Key]):
     """Values filed for equality look-ups; each value carries a key (a record index, a parameter name)."""
 
     def __init__(self) -> None:
-        self._pending: dict[tuple, list[tuple[float, Key, "np.ndarray"]]] = defaultdict(list)
-        self._sorted: dict[tuple, tuple[list[float], list[tuple[float, Key, "np.ndarray"]]]] = {}
+        self._pending: dict[tuple, list[_Entry]] = defaultdict(list)
+        self._sorted: dict[tuple, tuple[list[float], list[_Entry]]] = {}
+        self._samples: dict[tuple, tuple["np.ndarray", "np.ndarray"] | None] = {}
+        """Per float bucket of large values: every entry's sample (float64 rows) and scale, in sorted order."""
 
     def add(self, key: Key, value: "np.ndarray") -> None:
         if not hasattr(value, "dtype") or value.dtype.kind not in "fciub":
             return
         bucket, total = _summary(value)
-        self._pending[bucket].append((total, key, value))
+        self._pending[bucket].append((total, key, value, scale(value)))
         self._sorted.pop(bucket, None)
 
-    def _bucket(self, bucket: tuple) -> tuple[list[float], list[tuple[float, Key, "np.ndarray"]]]:
+    def _bucket(self, bucket: tuple) -> tuple[list[float], list[_Entry]]:
+        import numpy as np
+
         if bucket not in self._sorted:
             entries = sorted(self._pending.get(bucket, []), key=lambda entry: entry[0])
             self._sorted[bucket] = ([entry[0] for entry in entries], entries)
+            large = entries and bucket[1] == "f" and entries[0][2].size >= 2 * SAMPLE
+            self._samples[bucket] = (
+                (np.stack([_sample(entry[2]).astype(np.float64) for entry in entries]),
+                 np.array([entry[3] for entry in entries]))
+                if large else None
+            )
         return self._sorted[bucket]
 
     def find(self, value: "np.ndarray") -> list[Key]:
@@ -117,12 +166,20 @@ class ValueIndex(Generic[Key]):
         totals, entries = self._bucket(bucket)
         if not entries:
             return []
-        slack = value.size * ATOL * max(scale(value), TINY) * (1 + RTOL)
+        own_scale = scale(value)
+        slack = value.size * ATOL * max(own_scale, TINY) * (1 + RTOL)
         low = (total - slack) / (1 + RTOL) - 1e-9 * abs(total)
         high = (total + slack) / (1 - RTOL) + 1e-9 * abs(total)
+        first, last = bisect_left(totals, low), bisect_right(totals, high)
+        positions: Iterable[int] = range(first, last)
+        samples = self._samples.get(bucket)
+        sampled = samples is not None and last > first
+        if sampled:  # one vectorised look at every candidate's sample rejects most of them
+            rows = _samples_close(samples[0][first:last], samples[1][first:last], _sample(value), own_scale)
+            positions = (first + int(offset) for offset in rows.nonzero()[0])
         found: dict[Key, int] = {}
-        for position in range(bisect_left(totals, low), bisect_right(totals, high)):
-            _, key, candidate = entries[position]
-            if key not in found and same_values(value, candidate):
+        for position in positions:
+            _, key, candidate, candidate_scale = entries[position]
+            if key not in found and same_values(value, candidate, own_scale, candidate_scale, sampled=sampled):
                 found[key] = position
         return sorted(found)

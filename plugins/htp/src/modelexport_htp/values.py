@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import onnx
     import torch
@@ -19,19 +21,23 @@ def _numpy_input(tensor: "torch.Tensor") -> "np.ndarray":
 
 
 def intermediate_values(
-    onnx_model: "onnx.ModelProto", input_names: Sequence[str], args: Sequence["torch.Tensor"]
+    onnx_model: "onnx.ModelProto",
+    input_names: Sequence[str],
+    args: Sequence["torch.Tensor"],
+    source: "Path | None" = None,
 ) -> dict[str, "np.ndarray"]:
     """Run ``onnx_model`` on ``args`` and return the value of every node output (by value name).
 
     Every node output is made a graph output so that nothing is optimised away; values
-    onnxruntime cannot produce are simply missing from the result.
+    onnxruntime cannot produce are simply missing from the result. ``source``: the file a
+    graph read with ``load_graph`` came from; its weights are then read by onnxruntime from
+    there, never copied through Python.
     """
     import onnx
     import onnxruntime as ort
 
-    model = onnx.ModelProto()
-    model.CopyFrom(onnx_model)
-    graph = model.graph
+    graph = onnx_model.graph
+    before = len(graph.output)
     existing = {output.name for output in graph.output}
     for node in graph.node:
         for value in node.output:
@@ -41,9 +47,20 @@ def intermediate_values(
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    providers = ["CPUExecutionProvider"]
+    try:
+        if source is not None:
+            from modelexport_core.onnx_file import stub_file
+
+            with stub_file(onnx_model, source, "htp-values") as path:
+                session = ort.InferenceSession(str(path), options, providers=providers)
+        else:
+            session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=providers)
+    finally:
+        del graph.output[before:]
     graph_inputs = {i.name for i in session.get_inputs()}
     feeds = {name: _numpy_input(tensor) for name, tensor in zip(input_names, args) if name in graph_inputs}
     names = [output.name for output in session.get_outputs()]
     results = session.run(names, feeds)
+    del session
     return dict(zip(names, results))

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterator
 
 if TYPE_CHECKING:
     import numpy as np
     import onnx
 
 
-def initializer_arrays(graph: "onnx.GraphProto") -> dict[str, "np.ndarray"]:
-    """Each initializer of the graph as an array, by name."""
+ArrayReader = Callable[["onnx.TensorProto"], "np.ndarray"]
+"""Reads an initializer's value: from the proto, or from the file a weightless stub of it refers to."""
+
+
+def initializer_arrays(graph: "onnx.GraphProto", read: ArrayReader | None = None) -> Iterator[tuple[str, "np.ndarray"]]:
+    """Each initializer of the graph as an array, with its name, one at a time (never all weights at once)."""
     from onnx import numpy_helper
 
-    return {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    read = read or numpy_helper.to_array
+    for init in graph.initializer:
+        yield init.name, read(init)
 
 
 def constant_array(node: "onnx.NodeProto") -> "np.ndarray | None":

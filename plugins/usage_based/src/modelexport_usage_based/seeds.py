@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .data_flow import DataGraph
-from .graph_values import constant_array, initializer_arrays
+from .graph_values import ArrayReader, constant_array, initializer_arrays
 from .parameters import ParameterIndex, TensorOwners
 
 if TYPE_CHECKING:
@@ -32,12 +32,16 @@ class ParameterUsers:
     """The model's tensors (as digests) that some node reads, as stored or derived (a folded norm's statistics)."""
 
 
-def find_parameter_users(graph: "onnx.GraphProto", params: ParameterIndex) -> ParameterUsers:
-    """Find the nodes reading a parameter or buffer, directly or transposed, cast or copied first."""
-    arrays = initializer_arrays(graph)
-    static_values = set(arrays)
+def find_parameter_users(
+    graph: "onnx.GraphProto", params: ParameterIndex, read: ArrayReader | None = None
+) -> ParameterUsers:
+    """Find the nodes reading a parameter or buffer, directly or transposed, cast or copied first.
+
+    ``read``: how to read an initializer's value (default: from the proto itself).
+    """
+    static_values = {init.name for init in graph.initializer}
     owners: dict[str, TensorOwners] = {}
-    for name, array in arrays.items():
+    for name, array in initializer_arrays(graph, read):
         found = params.owners(array, name)
         if found is not None:
             owners[name] = found

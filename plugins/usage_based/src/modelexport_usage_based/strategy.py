@@ -21,6 +21,7 @@ from modelexport_core.strategy import (
 )
 
 from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
+from .graph_values import ArrayReader
 from .helper_sizes import torch_helper_sizes
 from .module_tree import ModuleTree
 from .ownership import resolve_owners
@@ -47,20 +48,25 @@ class UsageBasedStrategy(TaggingStrategy):
     requires = "the model's parameters and an ONNX graph of it (its own TorchScript export, or any file)"
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
-        import onnx
+        from modelexport_core.onnx_file import load_graph, tensor_value
 
         export_torchscript(ctx, onnx_path)
-        result = self.tag_onnx(ctx, onnx.load(str(onnx_path)))
+        folder = Path(onnx_path).parent
+        # the graph only: each weight is read from the file when it is compared, then let go
+        result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder))
         result.exporter = "torchscript"
         return result
 
     def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
+        return self._tag(ctx, onnx_model, None)
+
+    def _tag(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", read: ArrayReader | None) -> TaggingResult:
         started = time.perf_counter()
         graph = onnx_model.graph
         index = GraphIndex.of(graph)
         tree = ModuleTree.of(ctx.model)
         parameters = ParameterIndex(ctx.model)
-        users = find_parameter_users(graph, parameters)
+        users = find_parameter_users(graph, parameters, read)
         if not users.candidates and next(ctx.model.parameters(), None) is not None:
             raise StrategyUnavailable(
                 "no tensor of the graph equals a parameter of the model (another model, other weights or dtype?)"
