@@ -161,7 +161,8 @@ class ParameterIndex:
         found = []
         for candidate, module, digest in self._by_shape.get(array.shape, ()):
             difference = array.astype(np.float64) - candidate.astype(np.float64)
-            if np.allclose(difference, difference[0], rtol=0.0, atol=ABSOLUTE_TOLERANCE + RELATIVE_TOLERANCE * abs(difference[0])):
+            tolerance = ABSOLUTE_TOLERANCE + RELATIVE_TOLERANCE * abs(difference[0])
+            if np.allclose(difference, difference[0], rtol=0.0, atol=tolerance):
                 found.append((module, digest))
         return found
 

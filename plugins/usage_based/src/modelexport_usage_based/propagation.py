@@ -171,7 +171,9 @@ def _reads_results(i: int, data: DataGraph) -> bool:
     return bool(inputs) and not data.reads_graph_input[i] and all(value in data.graph_outputs for value in inputs)
 
 
-def _deepen(movable: list[int], data: DataGraph, tree: ModuleTree, limits: list[str], placement: Placement) -> list[int]:
+def _deepen(
+    movable: list[int], data: DataGraph, tree: ModuleTree, limits: list[str], placement: Placement
+) -> list[int]:
     """Guess again, from the refined contexts of their inputs, where joining nodes run; keep guesses that go deeper.
 
     A first guess reads the first guesses of the inputs; once those moved into the module
