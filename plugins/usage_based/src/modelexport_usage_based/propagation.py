@@ -31,7 +31,7 @@ from .module_claims import (
     return_tails,
 )
 from .module_tree import ModuleTree
-from .settle import prepare_for_readers, repeated_siblings, settle
+from .settle import join_first_sharer, prepare_for_readers, repeated_siblings, settle
 
 if TYPE_CHECKING:
     import onnx
@@ -102,6 +102,7 @@ def propagate(
     ]
     prepare_for_readers(movable, graph, data, tree, limits, modules, configured, static_settings)
     settle(movable, graph, data, tree, limits, modules)
+    join_first_sharer(movable, graph, data, tree, modules)
     deepened = _deepen([i for i in movable if len(data.producers[i]) > 1], data, tree, limits, placement)
     if deepened:  # what they feed may now be seen to prepare a value for another call
         readers = sorted({k for i in deepened for k in data.consumers[i] if k in set(movable)})

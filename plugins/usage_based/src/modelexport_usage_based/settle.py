@@ -151,3 +151,32 @@ def _ancestors_within(qualname: str, bound: str, tree: ModuleTree) -> list[str]:
             break
         current = current.rpartition(".")[0]
     return result
+
+
+def join_first_sharer(
+    free: list[int], graph: "onnx.GraphProto", data: DataGraph, tree: ModuleTree, modules: dict[int, str]
+) -> None:
+    """Give a node the exporter shared between the layers of a stack to the first layer, where it was written.
+
+    The exporter computes an equal result once (the positions' cosines unsqueezed for every
+    layer's attention) and lets every layer read it: the node is written where the first
+    layer made it, amid that layer's own nodes. So a node read in several elements of one
+    stack, whose previous data node in graph order runs in the module of its first reader,
+    belongs to that module.
+    """
+    order = sorted(set(free) | {i for i in modules if data.producers[i] or data.consumers[i]})
+    previous = {i: order[p - 1] for p, i in enumerate(order) if p}
+    for i in free:
+        ordered = sorted(
+            (k, tree.closing_context(modules[k]) if tree.is_leaf(modules[k]) else modules[k])
+            for value in data.outputs(graph, i)
+            for k in data.readers.get(value, ())
+            if k in modules
+        )
+        readers = {reader for _, reader in ordered}
+        if len(readers) < 2 or not all(repeated_siblings(a, b) for a in readers for b in readers if a != b):
+            continue
+        first = ordered[0][1]
+        before = previous.get(i)
+        if before is not None and is_ancestor(first, modules.get(before, "")) and first != modules[i]:
+            modules[i] = first
