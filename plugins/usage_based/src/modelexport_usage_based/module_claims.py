@@ -317,11 +317,11 @@ def claim_leaf_tails(
 
     Nodes are written in the order they run, and a call is one stretch of them. After a
     custom leaf's parameter op (a frequency buffer, a scaled lookup), the data nodes that
-    follow it in the graph and read nothing but what the leaf computed (and constants) are
-    the rest of its forward: the first node that reads anything else, or that a helper
-    module (an activation of the caller) computes, ends the call. Torch
-    layers export as their parameter ops alone and take nothing; a subclass defining its own
-    forward takes what follows with fixed operands only (a scale), not a view sized at run time.
+    follow it in the graph and read nothing but what the leaf computed and constants (a view
+    sized at run time may be the caller's) are the rest of its forward: the first node that
+    reads anything else, or that a helper module (an activation of the caller) computes, ends
+    the call. Torch layers export as their parameter ops alone and take nothing, unless a
+    subclass defines its own forward.
     """
     free_set = set(free)
     helpers = {helper for name in tree.names for helper in tree.parameter_free_helpers(name)}
@@ -330,8 +330,7 @@ def claim_leaf_tails(
     for seed, owner in sorted(seeds.items()):
         if not tree.is_leaf(owner) or owner in tree.torch_classes:
             continue
-        subclass = owner in tree.torch_layer_subclasses
-        if subclass and owner not in tree.own_forward:
+        if owner in tree.torch_layer_subclasses and owner not in tree.own_forward:
             continue
         members = {seed}
         for j in order[position[seed] + 1 :]:
@@ -343,9 +342,8 @@ def claim_leaf_tails(
                 break
             if not all(k in members for k in producers):
                 break
-            if subclass and any(
-                value and value not in static_values and value not in data.inputs[j] for value in graph.node[j].input
-            ):
+            node = graph.node[j]
+            if any(value and value not in static_values and value not in data.inputs[j] for value in node.input):
                 break
             modules[j] = owner
             members.add(j)
