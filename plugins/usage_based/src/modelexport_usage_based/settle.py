@@ -39,6 +39,8 @@ def prepare_for_readers(
         j = data.producer.get(value)
         return j is not None and tree.is_leaf(modules.get(j, ""))
 
+    movable = set(free)
+    _prepare_chains(free, graph, data, tree, bounds, modules, {i for i in modules if i not in movable})
     for i in reversed(free):
         if len(data.inputs[i]) != 1:
             continue
@@ -61,6 +63,55 @@ def prepare_for_readers(
                     continue
             if is_ancestor(bounds[i], reader):
                 modules[i] = reader
+
+
+def _prepare_chains(
+    free: list[int],
+    graph: "onnx.GraphProto",
+    data: DataGraph,
+    tree: ModuleTree,
+    bounds: list[str],
+    modules: dict[int, str],
+    fixed: set[int],
+) -> None:
+    """A chain of views from a widely read value to one module's parameter op is that module's (a layout change).
+
+    The chain starts at a node reading one published value and goes on through nodes that
+    each read only the previous one and are its only reader; when its last result is read
+    in one module alone, the module took the published value and prepared it for its own use.
+    A chain from a graph input counts only where it ends at parameter ops (``fixed``): the
+    model's inputs are prepared in the root for every layer (a mask) as often as in a module.
+    """
+    movable = set(free)
+    after_parameters = [False] * len(data.producers)  # computed from a parameter op's result, not from inputs alone
+    for i in range(len(data.producers)):
+        after_parameters[i] = any(j in fixed or after_parameters[j] for j in data.producers[i])
+    for i in free:
+        if len(data.inputs[i]) != 1 or not data.is_published(data.inputs[i][0]):
+            continue
+        chain = [i]
+        while True:
+            last = chain[-1]
+            outputs = data.outputs(graph, last)
+            readers = [k for value in outputs for k in data.readers.get(value, ())]
+            if len(outputs) != 1 or outputs[0] in data.graph_outputs or len(readers) != 1:
+                break
+            (k,) = readers
+            if k not in movable or len(data.inputs[k]) != 1:
+                break
+            chain.append(k)
+        if len(chain) < 2:
+            continue
+        last = chain[-1]
+        readers = [k for value in data.outputs(graph, last) for k in data.readers.get(value, ()) if k in modules]
+        if not after_parameters[i] and not all(k in fixed for k in readers):
+            continue  # what a model input becomes is placed by the parameter ops that read it alone
+        targets = {tree.closing_context(modules[k]) if tree.is_leaf(modules[k]) else modules[k] for k in readers}
+        if len(targets) == 1:
+            (target,) = targets
+            if all(is_ancestor(bounds[j], target) for j in chain):
+                for j in chain:
+                    modules[j] = target
 
 
 def _from_other_branch(i: int, reader: str, data: DataGraph, tree: ModuleTree, modules: dict[int, str]) -> bool:
