@@ -210,7 +210,7 @@ def join_first_sharer(
     """Give a node the exporter shared between the layers of a stack to the first layer, where it was written.
 
     The exporter computes an equal result once (the positions' cosines unsqueezed for every
-    layer's attention) and lets every layer read it: the node is written where the first
+    layer's scores) and lets every layer read it: the node is written where the first
     layer made it, amid that layer's own nodes. So a node read in several elements of one
     stack, whose previous data node in graph order runs in the module of its first reader,
     belongs to that module.
