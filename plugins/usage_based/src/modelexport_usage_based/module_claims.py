@@ -347,3 +347,66 @@ def claim_leaf_tails(
                 break
             modules[j] = owner
             members.add(j)
+
+
+VIEW_OPS = frozenset({"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
+"""Ops that only rearrange a tensor: a stretch of them after a call's last parameter op may be its caller's."""
+
+
+def return_sized_views(
+    free: list[int],
+    graph: "onnx.GraphProto",
+    kinds: NodeKinds,
+    data: DataGraph,
+    tree: ModuleTree,
+    fixed: set[int],
+    modules: dict[int, str],
+) -> None:
+    """Hand to the caller the views after a call's last parameter op that are sized from what only the caller sees.
+
+    A node reading the shape of a value runs where that value is visible: computed there,
+    or read as data there. A view after the last parameter op of a module's call, sized
+    from a value its caller computed itself and the module never reads (restoring the layout the
+    caller had before it split its input into windows), ran in the caller, after the call
+    returned; so did the views between the parameter op and it.
+    """
+    after: list[frozenset[str]] = [frozenset()] * len(graph.node)
+    for i in reversed(range(len(graph.node))):
+        after[i] = frozenset({modules[i]}) if i in fixed else frozenset().union(*(after[k] for k in data.consumers[i]))
+
+    def tail_view(i: int) -> bool:
+        module = modules[i]
+        return (
+            graph.node[i].op_type in VIEW_OPS
+            and bool(module)
+            and not tree.is_leaf(module)
+            and not any(is_ancestor(module, m) for m in after[i])
+        )
+
+    def visible(value: str, module: str, reader: int) -> bool:
+        j = data.producer.get(value)
+        if j is None or j not in modules or is_ancestor(module, modules[j]):
+            return True
+        return any(k != reader and k in modules and is_ancestor(module, modules[k]) for k in data.readers.get(value, ()))
+
+    def made_in(value: str, module: str) -> bool:
+        j = data.producer.get(value)
+        return j is not None and j not in fixed and modules.get(j) == module
+
+    moved: set[int] = set()
+    for i in free:
+        if not tail_view(i):
+            continue
+        module = modules[i]
+        caller = tree.caller(module)
+        sources = [value for value in kinds.shape_inputs_from(graph.node[i]) if value not in data.inputs[i]]
+        if any(made_in(value, caller) and not visible(value, module, i) for value in sources):
+            modules[i] = caller
+            moved.add(i)
+    for i in reversed(free):
+        if i in moved or not tail_view(i) or not data.consumers[i]:
+            continue
+        module = modules[i]
+        if all(k in moved and not is_ancestor(module, modules[k]) for k in data.consumers[i]):
+            modules[i] = tree.caller(module)
+            moved.add(i)

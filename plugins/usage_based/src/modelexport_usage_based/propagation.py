@@ -28,6 +28,7 @@ from .module_claims import (
     claim_restoring_views,
     join_first_reader,
     hand_to_helpers,
+    return_sized_views,
     return_tails,
 )
 from .module_tree import ModuleTree
@@ -112,6 +113,7 @@ def propagate(
     return_tails(free, data, tree, heading_out, placement)
     read_as_data = [bool(data.outputs(graph, i)) for i in range(len(graph.node))]
     align_tails(free, data, tree, fixed, placement, read_as_data)
+    return_sized_views([i for i in free if i not in claimed], graph, kinds, data, tree, fixed, modules)
     also: dict[int, list[str]] = {}
     for i in free:  # a node joining streams from several modules (a residual add) serves them too
         contexts = {tree.closing_context(modules[j]) for j in data.producers[i] if j in modules}
