@@ -4,7 +4,7 @@ Each model holds one pattern real architectures have (named after what it does, 
 an architecture): a norm whose weight the exporter folds into ``1 + weight``, a module computing
 from a buffer, post-norm layers with equal norm weights, a gate multiplying its input, pooling of
 the returned value in the root, ids computed from the inputs for one lookup, and one block class
-with a residual in some instances only. Every recorded node must get the module PyTorch recorded.
+with a residual in some instances only, and a layer whose weight a parametrization computes. Every recorded node must get the module PyTorch recorded.
 """
 
 from __future__ import annotations
@@ -189,6 +189,30 @@ class MaybeResidualStack(nn.Module):
         return self.blocks(x)
 
 
+class NormedMix(nn.Module):
+    """A linear layer under a weight-norm parametrization: the exporter stores ``g * v / |v|`` computed."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.mix = nn.utils.parametrizations.weight_norm(nn.Linear(width, width))
+
+    def forward(self, x):
+        return self.mix(x)
+
+
+class NormedModel(nn.Module):
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.first = nn.Linear(width, width)
+        self.normed = NormedMix(width)
+        self.last = nn.Linear(width, width)
+        for layer in (self.first, self.normed.mix, self.last):
+            nn.init.zeros_(layer.bias)  # equal biases: only the weight tells the modules apart
+
+    def forward(self, x):
+        return self.last(self.normed(self.first(x)))
+
+
 def _tokens() -> dict[str, torch.Tensor]:
     return {"ids": torch.tensor([[3, 5, 7, 0, 0], [1, 2, 3, 4, 0]])}
 
@@ -200,6 +224,7 @@ CASES = {
     "gated_cnn": (GatedCnn, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
     "counted_positions": (CountedModel, _tokens),
     "maybe_residual": (MaybeResidualStack, lambda: {"x": torch.randn(2, 5, 4)}),
+    "weight_norm": (NormedModel, lambda: {"x": torch.randn(2, 5, WIDTH)}),
 }
 
 

@@ -54,6 +54,8 @@ def resolve_owners(
         for i in pending:
             adjacent = {resolved[j] for j in data.producers[i] + data.consumers[i] if j in resolved}
             matches = adjacent & users.candidates[i].modules
+            if len(matches) > 1:  # a bias is added to the product of its own weight, before the next layer reads it
+                matches = {resolved[j] for j in data.producers[i] if j in resolved} & users.candidates[i].modules
             if len(matches) == 1:
                 resolved[i] = next(iter(matches))
                 changed = True

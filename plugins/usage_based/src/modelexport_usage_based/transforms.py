@@ -5,7 +5,8 @@ The TorchScript exporter's constant folding (on by default) rewrites torch layer
 - a batch norm that follows a layer is folded into it: the layer's weight scaled per output
   channel by ``gamma / sqrt(var + eps)``, its bias ``(b - mean) * gamma / sqrt(var + eps) + beta``;
 - a recurrent layer's weights are packed per layer: gates reordered to the ONNX order, input and
-  hidden biases concatenated, directions stacked.
+  hidden biases concatenated, directions stacked;
+- a parametrized tensor (a weight norm) is computed from its parameters and stored as the result.
 
 Each derived tensor is computed from the module tree alone (torch layer kinds and their
 parameters, never a model's names) and names the module whose node reads it in the export.
@@ -41,6 +42,33 @@ def derived_tensors(model: "torch.nn.Module") -> Iterator[DerivedTensor]:
     """Every tensor the exporter may derive from the model's parameters."""
     yield from _packed_recurrent(model)
     yield from _folded_norms(model)
+    yield from _parametrized(model)
+
+
+def _parametrized(model: "torch.nn.Module") -> Iterator[DerivedTensor]:
+    """Tensors a parametrization computes from a module's parameters (a weight norm's ``g * v / |v|``).
+
+    The module reads the computed tensor; the exporter folds it into a constant that equals
+    none of the stored parameters.
+    """
+    import torch
+    from torch.nn.utils import parametrize
+
+    for qualname, module in model.named_modules():
+        if not parametrize.is_parametrized(module):
+            continue
+        prefix = f"{qualname}." if qualname else ""
+        for name in module.parametrizations:
+            with torch.no_grad():
+                value = getattr(module, name)
+            sources = tuple(
+                f"{prefix}parametrizations.{name}.{original}"
+                for original, _ in module.parametrizations[name].named_parameters(recurse=False)
+            )
+            array = _array(value)
+            yield DerivedTensor(array, qualname, sources, False)
+            if array.ndim == 2:  # a linear layer's weight is stored transposed for MatMul
+                yield DerivedTensor(array.T, qualname, sources, False)
 
 
 def _array(tensor: "torch.Tensor") -> "np.ndarray":
