@@ -3,8 +3,9 @@
 Each model holds one pattern real architectures have (named after what it does, not after
 an architecture): a norm whose weight the exporter folds into ``1 + weight``, a module computing
 from a buffer, post-norm layers with equal norm weights, a gate multiplying its input, pooling of
-the returned value in the root, ids computed from the inputs for one lookup, and one block class
-with a residual in some instances only, and a layer whose weight a parametrization computes. Every recorded node must get the module PyTorch recorded.
+the returned value in the root, ids computed from the inputs for one lookup, one block class
+with a residual in some instances only, and a layer whose weight a parametrization computes.
+Every recorded node must get the module PyTorch recorded.
 """
 
 from __future__ import annotations

@@ -387,7 +387,8 @@ def return_sized_views(
         j = data.producer.get(value)
         if j is None or j not in modules or is_ancestor(module, modules[j]):
             return True
-        return any(k != reader and k in modules and is_ancestor(module, modules[k]) for k in data.readers.get(value, ()))
+        readers = data.readers.get(value, ())
+        return any(k != reader and k in modules and is_ancestor(module, modules[k]) for k in readers)
 
     def made_in(value: str, module: str) -> bool:
         j = data.producer.get(value)
