@@ -330,7 +330,8 @@ def claim_leaf_tails(
     for seed, owner in sorted(seeds.items()):
         if not tree.is_leaf(owner) or owner in tree.torch_classes:
             continue
-        if owner in tree.torch_layer_subclasses and owner not in tree.own_forward:
+        subclass = owner in tree.torch_layer_subclasses
+        if subclass and owner not in tree.own_forward:
             continue
         members = {seed}
         for j in order[position[seed] + 1 :]:
@@ -344,6 +345,8 @@ def claim_leaf_tails(
                 break
             node = graph.node[j]
             if any(value and value not in static_values and value not in data.inputs[j] for value in node.input):
+                break
+            if subclass and node.op_type == "Cast":  # a lookup's result converted for the caller's use
                 break
             modules[j] = owner
             members.add(j)
