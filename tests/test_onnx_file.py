@@ -13,6 +13,7 @@ from modelexport_core.onnx_file import (
     load_graph,
     save_graph,
     save_with_initializers,
+    stub_file,
     tensor_value,
 )
 
@@ -95,3 +96,23 @@ def test_initializers_streamed_inline_equal_those_onnx_save_writes(tmp_path):
     save_with_initializers(graph_only, streamed, tmp_path / "streamed.onnx")
     written = onnx.load(str(tmp_path / "streamed.onnx"))
     assert written == expected
+
+
+def test_a_runtime_given_the_stub_file_computes_what_the_full_model_computes(tmp_path):
+    """``stub_file``: the weightless graph beside its source is a complete model for onnxruntime, inline or external."""
+    ort = pytest.importorskip("onnxruntime")
+    x = np.random.default_rng(0).standard_normal((2, 64)).astype(np.float32)
+    for external in (False, True):
+        source = tmp_path / f"m{int(external)}.onnx"
+        model = _model_with_weights(source)
+        if external:  # weights in a data file beside the model, as models over 2 GB have them
+            onnx.save(model, str(source), save_as_external_data=True, location=f"{source.name}.data")
+        expected = ort.InferenceSession(str(source)).run(None, {"x": x})[0]
+        graph = load_graph(source)
+        assert graph.ByteSize() < 4096  # the 16 KB weight stayed in the file
+        with stub_file(graph, source, "probe") as stub:
+            got = ort.InferenceSession(str(stub)).run(None, {"x": x})[0]
+        np.testing.assert_array_equal(got, expected)
+        assert not stub.exists()
+        weight = numpy_helper.to_array(model.graph.initializer[0]) if not external else np.arange(4096).reshape(64, 64)
+        np.testing.assert_array_equal(tensor_value(graph.graph.initializer[0], tmp_path), weight.astype(np.float32))

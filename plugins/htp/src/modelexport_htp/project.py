@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 from .trace import INPUT_PREFIX, Trace
 from modelexport_core.tags import is_ancestor
 
-from .value_index import ValueIndex, informative, same_values
+from .value_index import ValueIndex, informative, may_be_same, same_values
 
 if TYPE_CHECKING:
     import numpy as np
@@ -213,12 +213,15 @@ def _shape_reads(
             record = records[record].inputs[0]
         return record
 
-    def merged_copy(record: int) -> bool:
-        return record not in used and any(
-            records[record].outputs and records[u].outputs
-            and same_values(records[record].outputs[0], records[u].outputs[0])
-            for u in upstream
+    def same(a: int, b: int) -> bool:  # cached summaries first: most pairs differ in shape or in sum
+        return (
+            bool(records[a].outputs) and bool(records[b].outputs)
+            and may_be_same(trace.output_summary(a), trace.output_scale(a), trace.output_summary(b))
+            and same_values(records[a].outputs[0], records[b].outputs[0], trace.output_scale(a), trace.output_scale(b))
         )
+
+    def merged_copy(record: int) -> bool:
+        return record not in used and any(same(record, u) for u in upstream)
 
     return sorted(
         index for index in found

@@ -69,6 +69,24 @@ class Trace:
     param_owners: dict[str, str]
     """Parameter or buffer qualified name to the qualified name of the module holding it."""
     param_values: dict[str, "np.ndarray"]
+    _scales: dict[int, float] = field(default_factory=dict, repr=False)
+    _summaries: dict[int, tuple] = field(default_factory=dict, repr=False)
+
+    def output_summary(self, index: int) -> tuple:
+        """The :func:`~.value_index.summary` of record ``index``'s first output, computed once."""
+        from .value_index import summary
+
+        if index not in self._summaries:
+            self._summaries[index] = summary(self.records[index].outputs[0])
+        return self._summaries[index]
+
+    def output_scale(self, index: int) -> float:
+        """The :func:`~.value_index.scale` of record ``index``'s first output, computed once."""
+        from .value_index import scale
+
+        if index not in self._scales:
+            self._scales[index] = scale(self.records[index].outputs[0])
+        return self._scales[index]
 
     def ancestors(self) -> list[int]:
         """For each record, a bit set (an int) of every record it depends on through data flow."""

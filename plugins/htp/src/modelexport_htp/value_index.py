@@ -25,7 +25,7 @@ SAMPLE = 64
 TINY = 1.1754944e-38
 """The smallest normal float32: below it a value has lost its digits (subnormal) and tells nothing."""
 Key = TypeVar("Key", bound=Hashable)
-_Entry = tuple  # (sum of absolute values, key, value, scale)
+_Entry = tuple  # (sum of absolute values, keys of the values identical to this one, value, scale)
 
 
 def _kind(array: "np.ndarray") -> str:
@@ -128,6 +128,28 @@ def _close(a: "np.ndarray", b: "np.ndarray", atol: float) -> bool:
     return bool(np.array_equal(a, b))
 
 
+def _window(size: int, total: float, own_scale: float) -> tuple[float, float]:
+    """The sums of absolute values a value equal to one of ``size`` elements summing to ``total`` may have."""
+    slack = size * ATOL * max(own_scale, TINY) * (1 + RTOL)
+    return (total - slack) / (1 + RTOL) - 1e-9 * abs(total), (total + slack) / (1 - RTOL) + 1e-9 * abs(total)
+
+
+def summary(array: "np.ndarray") -> tuple[tuple, float]:
+    """What :func:`may_be_same` compares: shape, kind and non-finite count, and the sum of absolute values."""
+    return _summary(array)
+
+
+def may_be_same(a: tuple[tuple, float], scale_a: float, b: tuple[tuple, float]) -> bool:
+    """Whether values with these summaries (from :func:`summary`) can be :func:`same_values` at all."""
+    if a[0] != b[0]:
+        return False
+    size = 1
+    for extent in a[0][0]:
+        size *= extent
+    low, high = _window(size, a[1], scale_a)
+    return low <= b[1] <= high
+
+
 class ValueIndex(Generic[Key]):
     """Values filed for equality look-ups; each value carries a key (a record index, a parameter name)."""
 
@@ -148,7 +170,17 @@ class ValueIndex(Generic[Key]):
         import numpy as np
 
         if bucket not in self._sorted:
-            entries = sorted(self._pending.get(bucket, []), key=lambda entry: entry[0])
+            entries: list[_Entry] = []  # identical values (zero biases, one mask per layer) become one entry
+            for total, key, value, value_scale in sorted(self._pending.get(bucket, []), key=lambda entry: entry[0]):
+                position = len(entries) - 1
+                while position >= 0 and entries[position][0] == total:  # identical values have identical sums
+                    kept = entries[position][2]
+                    if kept.dtype == value.dtype and np.array_equal(kept, value):
+                        entries[position][1].append(key)
+                        break
+                    position -= 1
+                else:
+                    entries.append((total, [key], value, value_scale))
             self._sorted[bucket] = ([entry[0] for entry in entries], entries)
             large = entries and bucket[1] == "f" and entries[0][2].size >= 2 * SAMPLE
             self._samples[bucket] = (
@@ -167,9 +199,7 @@ class ValueIndex(Generic[Key]):
         if not entries:
             return []
         own_scale = scale(value)
-        slack = value.size * ATOL * max(own_scale, TINY) * (1 + RTOL)
-        low = (total - slack) / (1 + RTOL) - 1e-9 * abs(total)
-        high = (total + slack) / (1 - RTOL) + 1e-9 * abs(total)
+        low, high = _window(value.size, total, own_scale)
         first, last = bisect_left(totals, low), bisect_right(totals, high)
         positions: Iterable[int] = range(first, last)
         samples = self._samples.get(bucket)
@@ -179,7 +209,10 @@ class ValueIndex(Generic[Key]):
             positions = (first + int(offset) for offset in rows.nonzero()[0])
         found: dict[Key, int] = {}
         for position in positions:
-            _, key, candidate, candidate_scale = entries[position]
-            if key not in found and same_values(value, candidate, own_scale, candidate_scale, sampled=sampled):
-                found[key] = position
+            _, keys, candidate, candidate_scale = entries[position]
+            if any(key not in found for key in keys) and same_values(
+                value, candidate, own_scale, candidate_scale, sampled=sampled
+            ):
+                for key in keys:
+                    found.setdefault(key, position)
         return sorted(found)
