@@ -4,7 +4,8 @@ Each model holds one pattern real architectures have (named after what it does, 
 an architecture): a norm whose weight the exporter folds into ``1 + weight``, a module computing
 from a buffer, post-norm layers with equal norm weights, a gate multiplying its input, pooling of
 the returned value in the root, ids computed from the inputs for one lookup, one block class
-with a residual in some instances only, and a layer whose weight a parametrization computes.
+with a residual in some instances only, a layer whose weight a parametrization computes, and a
+layer norm equal to a batch norm folded away.
 Every recorded node must get the module PyTorch recorded.
 """
 
@@ -214,6 +215,31 @@ class NormedModel(nn.Module):
         return self.last(self.normed(self.first(x)))
 
 
+class ConvBlock(nn.Module):
+    """A convolution and its batch norm, which the exporter folds into the convolution."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv = nn.Conv1d(channels, channels, 3, padding=1)
+        self.norm = nn.BatchNorm1d(channels)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class ConvThenTokens(nn.Module):
+    """A layer norm holding the same unit weight and zero bias as the folded batch norm before it."""
+
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        self.project = ConvBlock(channels)
+        self.tokens = nn.Linear(channels, channels)
+        self.norm = nn.LayerNorm(channels)
+
+    def forward(self, signal):
+        return self.norm(self.tokens(self.project(signal)))
+
+
 def _tokens() -> dict[str, torch.Tensor]:
     return {"ids": torch.tensor([[3, 5, 7, 0, 0], [1, 2, 3, 4, 0]])}
 
@@ -226,6 +252,7 @@ CASES = {
     "counted_positions": (CountedModel, _tokens),
     "maybe_residual": (MaybeResidualStack, lambda: {"x": torch.randn(2, 5, 4)}),
     "weight_norm": (NormedModel, lambda: {"x": torch.randn(2, 5, WIDTH)}),
+    "folded_norm_twin": (ConvThenTokens, lambda: {"signal": torch.randn(2, 4, 4)}),
 }
 
 

@@ -40,6 +40,8 @@ class TensorOwners:
     """The tensor's value as a digest, the same for a tensor and its transpose: equal tensors read twice are one."""
     covers: frozenset[str] = frozenset()
     """Digests (as ``value``) of the model's tensors this one stands for: itself, or those it was derived from."""
+    absorbed: frozenset[str] = frozenset()
+    """Modules whose parameters went into this tensor (a batch norm folded into a convolution): they make no node."""
 
 
 def owner_module(tensor_qualname: str) -> str:
@@ -67,7 +69,9 @@ class ParameterIndex:
     def __init__(self, model: "torch.nn.Module"):
         self._by_value: dict[tuple, set[str]] = defaultdict(set)
         self._covers: dict[tuple, set[str]] = defaultdict(set)
-        self._approximate: dict[tuple[int, ...], list[tuple["np.ndarray", str, frozenset[str]]]] = defaultdict(list)
+        self._approximate: dict[tuple[int, ...], list[tuple["np.ndarray", str, frozenset[str], frozenset[str]]]] = (
+            defaultdict(list)
+        )
         self._by_name: dict[str, str] = {}
         self._values: dict[str, tuple] = {}
         self._digests: dict[str, str] = {}
@@ -104,7 +108,8 @@ class ParameterIndex:
                 self._by_value[key].add(derived.module)
                 self._covers[key] |= covers
             else:
-                self._approximate[derived.array.shape].append((derived.array, derived.module, covers))
+                absorbed = frozenset(owner_module(name) for name in derived.sources) - {derived.module}
+                self._approximate[derived.array.shape].append((derived.array, derived.module, covers, absorbed))
 
     def distinctive_values(self) -> set[str]:
         """Digests (as :class:`TensorOwners` gives them) of tensors holding more than one distinct value.
@@ -128,6 +133,7 @@ class ParameterIndex:
             keys.append(_value_key(array.T))
         modules = set().union(*(self._by_value.get(key, set()) for key in keys))
         covers = set().union(*(self._covers.get(key, set()) for key in keys))
+        absorbed: set[str] = set()
         param = self.param_for_name(name) if name else None
         named = None
         if param is not None and self._values[param] in keys:
@@ -135,9 +141,10 @@ class ParameterIndex:
             modules.add(named)
             covers.add(self._digests.get(param, repr(keys[0])))
         if array.size >= MIN_MATCH_ELEMENTS:  # a folded bias of zeros equals every zero bias too
-            for candidate, module, sources in self._near(array):
+            for candidate, module, sources, folded in self._near(array):
                 modules.add(module)
                 covers |= sources
+                absorbed |= folded
         if not modules and array.size >= MIN_MATCH_ELEMENTS:
             for module, digest in self._offset(array):
                 modules.add(module)
@@ -146,7 +153,7 @@ class ParameterIndex:
             return None
         # the value as the model holds it: a tensor and its transpose read twice are one value
         value = next((key for key in keys if key in self._by_value), min(keys))
-        return TensorOwners(frozenset(modules), named, repr(value), frozenset(covers))
+        return TensorOwners(frozenset(modules), named, repr(value), frozenset(covers), frozenset(absorbed))
 
     def _offset(self, array: "np.ndarray") -> list[tuple[str, str]]:
         """Vectors equal to a parameter plus a constant (``1 + weight`` folded by the exporter): owner and digest.
@@ -166,7 +173,7 @@ class ParameterIndex:
                 found.append((module, digest))
         return found
 
-    def _near(self, array: "np.ndarray") -> list[tuple["np.ndarray", str, frozenset[str]]]:
+    def _near(self, array: "np.ndarray") -> list[tuple["np.ndarray", str, frozenset[str], frozenset[str]]]:
         """Computed tensors equal to ``array`` within the tolerance of float arithmetic."""
         import numpy as np
 

@@ -86,6 +86,12 @@ def find_parameter_users(
                     owners[value] = TensorOwners(
                         modules, hint if hint in modules else named, owners[read[0]].value, owners[read[0]].covers
                     )
+    absorbed = frozenset().union(*(found.absorbed for found in owners.values()))
+    if absorbed:  # a norm folded into a layer makes no node of its own: equal tensors elsewhere are not its
+        for i, found in candidates.items():
+            kept = found.modules - absorbed
+            if kept and kept != found.modules:
+                candidates[i] = TensorOwners(kept, found.named if found.named in kept else None)
     return ParameterUsers(candidates, static_values, tensors, covered)
 
 
