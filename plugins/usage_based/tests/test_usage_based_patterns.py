@@ -4,8 +4,9 @@ Each model holds one pattern real architectures have (named after what it does, 
 an architecture): a norm whose weight the exporter folds into ``1 + weight``, a module computing
 from a buffer, post-norm layers with equal norm weights, a gate multiplying its input, pooling of
 the returned value in the root, ids computed from the inputs for one lookup, one block class
-with a residual in some instances only, a layer whose weight a parametrization computes, and a
-layer norm equal to a batch norm folded away.
+with a residual in some instances only, a layer whose weight a parametrization computes, a
+layer norm equal to a batch norm folded away, and a convolution padding its input itself right
+after a block that added its residual.
 Every recorded node must get the module PyTorch recorded.
 """
 
@@ -18,6 +19,7 @@ import onnx
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional
 from usage_based_support import Measured
 
 from modelexport_core import make_context, reference
@@ -240,6 +242,46 @@ class ConvThenTokens(nn.Module):
         return self.norm(self.tokens(self.project(signal)))
 
 
+class SamePadConv(nn.Module):
+    """A convolution padding its input to keep its size, the pads worked out from the input's shape."""
+
+    def __init__(self, channels: int, kernel: int, out: int | None = None):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, out or channels, kernel)
+        self.act = nn.ReLU6()
+
+    def forward(self, x):
+        total = max(self.conv.kernel_size[0] - 1 - (int(x.shape[-2]) - 1) % 1, 0)
+        x = functional.pad(x, (total // 2, total - total // 2, total // 2, total - total // 2))
+        return self.act(self.conv(x))
+
+
+class PaddedBlock(nn.Module):
+    """Two padding convolutions; the blocks that keep the width add their input back."""
+
+    def __init__(self, channels: int, out: int):
+        super().__init__()
+        self.expand = SamePadConv(channels, 1)
+        self.mix = SamePadConv(channels, 3, out)
+        self.residual = channels == out
+
+    def forward(self, x):
+        y = self.mix(self.expand(x))
+        return x + y if self.residual else y
+
+
+class PaddedStack(nn.Module):
+    """A block without a residual pads what the block before it added: the pad is its first layer's."""
+
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, 1)
+        self.blocks = nn.Sequential(PaddedBlock(channels, channels), PaddedBlock(channels, 6), PaddedBlock(6, 6))
+
+    def forward(self, pixels):
+        return self.blocks(self.stem(pixels))
+
+
 def _tokens() -> dict[str, torch.Tensor]:
     return {"ids": torch.tensor([[3, 5, 7, 0, 0], [1, 2, 3, 4, 0]])}
 
@@ -253,6 +295,7 @@ CASES = {
     "maybe_residual": (MaybeResidualStack, lambda: {"x": torch.randn(2, 5, 4)}),
     "weight_norm": (NormedModel, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "folded_norm_twin": (ConvThenTokens, lambda: {"signal": torch.randn(2, 4, 4)}),
+    "pad_after_residual": (PaddedStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
 }
 
 

@@ -101,8 +101,9 @@ def propagate(
         all(value in static_values for value in node.input if value and value not in data.inputs[i])
         for i, node in enumerate(graph.node)
     ]
-    prepare_for_readers(movable, graph, data, tree, limits, modules, configured, static_settings)
-    settle(movable, graph, data, tree, limits, modules)
+    prepared = prepare_for_readers(movable, graph, data, tree, limits, modules, configured, static_settings)
+    # a node that adapts a value for its one reader stays there: settling would weigh where the value came from
+    settle([i for i in movable if i not in prepared], graph, data, tree, limits, modules)
     join_first_sharer(movable, graph, data, tree, modules)
     deepened = _deepen([i for i in movable if len(data.producers[i]) > 1], data, tree, limits, placement)
     if deepened:  # what they feed may now be seen to prepare a value for another call

@@ -25,7 +25,7 @@ def prepare_for_readers(
     modules: dict[int, str],
     configured: list[bool],
     static_settings: list[bool] | None = None,
-) -> None:
+) -> set[int]:
     """A node that only adapts a widely read value for one module belongs to that module.
 
     A mask built once and read by every layer is turned into an additive bias inside each
@@ -33,6 +33,7 @@ def prepare_for_readers(
     the head. Such a node reads one value that is read elsewhere too and feeds a single
     module. So does one set up by shapes or settings computed for it (``configured``: a pad
     sized from its input) that reads what a leaf returned (an activation) and feeds a single module.
+    Returns the nodes so given to their reader.
     """
 
     def after_leaf(value: str) -> bool:
@@ -41,6 +42,7 @@ def prepare_for_readers(
 
     movable = set(free)
     _prepare_chains(free, graph, data, tree, bounds, modules, {i for i in modules if i not in movable})
+    prepared: set[int] = set()
     for i in reversed(free):
         if len(data.inputs[i]) != 1:
             continue
@@ -63,6 +65,8 @@ def prepare_for_readers(
                     continue
             if is_ancestor(bounds[i], reader):
                 modules[i] = reader
+                prepared.add(i)
+    return prepared
 
 
 def _prepare_chains(
