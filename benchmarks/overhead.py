@@ -110,7 +110,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--verify", action="store_true", help="verify with onnxruntime too (default --no-verify)")
     parser.add_argument("--output", type=Path, default=DOC, help="Markdown file the table goes into")
-    parser.add_argument("--section", default="overhead", help="name of the section of the file to replace")
+    parser.add_argument("--section", default="overhead-quiet", help="name of the section of the file to replace")
     parser.add_argument("--before", type=Path, help="also run each strategy from this checkout (before a change)")
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny BERT, builtin_tracking, once")
     args = parser.parse_args()

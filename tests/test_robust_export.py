@@ -317,3 +317,43 @@ def test_graph_inputs_are_named_after_forward_parameters(tmp_path):
     import inspect
 
     assert [i.name for i in session.get_inputs()] == list(inspect.signature(model.forward).parameters)[:len(inputs)]
+
+
+class _LazyTable(torch.nn.Module):
+    """Builds a table the first time it runs and keeps it, as some position encodings do."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.table = None
+
+    def forward(self, x):
+        if self.table is None:
+            self.table = torch.arange(x.shape[-1], dtype=x.dtype)
+        return self.proj(x) + self.table
+
+
+class _ReadsValues(torch.nn.Module):
+    """Reads a tensor's value in Python: it cannot run on fake tensors, only for real."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return {"hidden": self.proj(x) * (2.0 if float(x.abs().max()) >= 0 else 1.0)}
+
+
+def test_an_unverified_export_names_the_outputs_without_computing_them_and_leaves_the_model_as_it_was(tmp_path):
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    x = torch.randn(2, 8)
+    lazy = _LazyTable().eval()
+    export_module(lazy, (x,), tmp_path / "lazy.onnx", strategies=["builtin_tracking"], verify=False)
+    assert not isinstance(lazy.table, FakeTensor)  # a table cached during the shape-only run is not kept
+    session = onnxruntime.InferenceSession(str(tmp_path / "lazy.onnx"))
+    np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], lazy(x).detach().numpy(), atol=1e-5)
+
+    reads = _ReadsValues().eval()  # no shape-only run possible: it runs for real, as before
+    export_module(reads, (x,), tmp_path / "reads.onnx", strategies=["builtin_tracking"], verify=False)
+    assert [o.name for o in onnx.load(str(tmp_path / "reads.onnx")).graph.output] == ["hidden"]

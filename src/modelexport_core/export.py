@@ -387,7 +387,8 @@ def _prepare(loaded: LoadedModel, options: ExportOptions, progress: Progress) ->
     """The export context (wrapped model, example inputs) and the model's tags."""
     progress("preparing inputs")
     inputs = example_inputs(loaded, options.input_specs)
-    ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
+    ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword,
+                       keep_outputs=options.verify)
     return ctx, HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
 
 

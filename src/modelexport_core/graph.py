@@ -138,9 +138,13 @@ def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
     if not value_map and not node_map:
         return node_map
     for g in graphs:
+        if node_map:
+            for node in g.node:
+                if node.name in node_map:
+                    node.name = node_map[node.name]
+        if not value_map:
+            continue
         for node in g.node:
-            if node.name in node_map:
-                node.name = node_map[node.name]
             for i, value in enumerate(node.input):
                 if value in value_map:
                     node.input[i] = value_map[value]
