@@ -12,18 +12,13 @@ Every recorded node must get the module PyTorch recorded.
 
 from __future__ import annotations
 
-import contextlib
-import io
-
-import onnx
 import pytest
 import torch
 from torch import nn
 from torch.nn import functional
-from usage_based_support import Measured
+from usage_based_support import Measured, measure_context
 
-from modelexport_core import make_context, reference
-from modelexport_usage_based.strategy import UsageBasedStrategy
+from modelexport_core import make_context
 
 WIDTH = 8
 
@@ -303,13 +298,7 @@ def _measure(name: str, directory) -> Measured:
     build, inputs = CASES[name]
     torch.manual_seed(0)
     model = build().eval()
-    ctx = make_context(model, inputs())
-    path = directory / f"{name}.onnx"
-    with contextlib.redirect_stderr(io.StringIO()):
-        result = UsageBasedStrategy().export(ctx, path)
-    onnx_model = onnx.load(str(path))
-    names = [qualname for qualname, _ in ctx.module.named_modules()]
-    return Measured(ctx, onnx_model, result, reference.torchscript_node_modules(onnx_model, names))
+    return measure_context(make_context(model, inputs()), name, directory)
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -73,7 +73,11 @@ def context_for(name: str) -> ExportContext:
 
 def measure_export(name: str, directory: Path) -> Measured:
     """usage_based's own export of a model (TorchScript), against the scopes in its node names."""
-    ctx = context_for(name)
+    return measure_context(context_for(name), name, directory)
+
+
+def measure_context(ctx: ExportContext, name: str, directory: Path) -> Measured:
+    """usage_based's own export of ``ctx`` to ``directory/name.onnx``, against the scopes in its node names."""
     path = directory / f"{name}.onnx"
     with contextlib.redirect_stderr(io.StringIO()):
         result = UsageBasedStrategy().export(ctx, path)
