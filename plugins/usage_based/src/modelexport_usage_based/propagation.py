@@ -32,6 +32,7 @@ from .module_claims import (
     return_tails,
 )
 from .module_tree import ModuleTree
+from .order import call_spans, keep_within_spans
 from .settle import join_first_sharer, prepare_for_readers, repeated_siblings, settle
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ def propagate(
     ``helper_sizes``: how many nodes each torch helper layer exports to, where known.
     """
     placement = Placement(dict(seeds), dict(calls))
+    spans = call_spans(seeds, calls, tree)
     modules = placement.modules
     claim_restoring_views(graph, kinds, tree, data, shapes, modules, static_values)
     fixed = set(modules)
@@ -115,6 +117,7 @@ def propagate(
     read_as_data = [bool(data.outputs(graph, i)) for i in range(len(graph.node))]
     align_tails(free, data, tree, fixed, placement, read_as_data)
     return_sized_views([i for i in free if i not in claimed], graph, kinds, data, tree, fixed, modules)
+    keep_within_spans(free, spans, tree, modules)
     also: dict[int, list[str]] = {}
     for i in free:  # a node joining streams from several modules (a residual add) serves them too
         contexts = {tree.closing_context(modules[j]) for j in data.producers[i] if j in modules}
@@ -123,6 +126,8 @@ def propagate(
             also[i] = others
     _tag_readers_of(graph, index, kinds, tree, modules, also)
     _lift_hoisted(kinds, tree, modules)
+    settings = sorted((i for i in modules if kinds.kinds[i] is not NodeKind.DATA), reverse=True)
+    keep_within_spans(settings, spans, tree, modules, [index.node_consumers(graph, i) for i in range(len(graph.node))])
     return Propagation(modules, also)
 
 

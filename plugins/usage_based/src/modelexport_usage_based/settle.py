@@ -174,7 +174,7 @@ def settle(
             lowest = min(costs.values())
             tied = [option for option, value in costs.items() if value == lowest]
             best = current if costs[current] == lowest else min(tied, key=lambda o: (-tree.depth(o), o))
-            if any(repeated_siblings(o, best) for o in tied):
+            if any(repeated_siblings(o, best) and _alike_elements(o, best, tree) for o in tied):
                 shared = tree.common(tied)  # torn between two layers of a stack: the stack's owner
                 if costs.get(shared) == lowest:
                     best = shared
@@ -191,6 +191,19 @@ def repeated_siblings(a: str, b: str) -> bool:
         if x != y:
             return x.isdigit() and y.isdigit()
     return False
+
+
+def _alike_elements(a: str, b: str, tree: ModuleTree) -> bool:
+    """Whether the two elements of a container holding ``a`` and ``b`` are of one class (two identical layers).
+
+    Between two different elements (a pooling transition and the block after it) the end of
+    one cannot be mistaken for the same place in an identical neighbour, so no tie needs the owner.
+    """
+    first, second = a.split("."), b.split(".")
+    for depth, (x, y) in enumerate(zip(first, second)):
+        if x != y:
+            return tree.classes.get(".".join(first[: depth + 1])) == tree.classes.get(".".join(second[: depth + 1]))
+    return True
 
 
 def _ancestors_within(qualname: str, bound: str, tree: ModuleTree) -> list[str]:

@@ -1,0 +1,81 @@
+"""Graph order as a bound: the nodes of one module call are written in one stretch.
+
+Exporters write nodes in the order they ran, and a call runs from its start to its
+return without anything of its caller in between. So a data node written between two
+parameter nodes of one call of a module ran inside that call, whatever its data flow
+says (a mask computed from an input of the whole model, but inside the module that uses
+it). Only modules whose parameter nodes all belong to one call are used: the stretches of
+a reused module's calls interleave with their caller's code.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+from modelexport_core.tags import is_ancestor
+
+from .module_tree import ModuleTree
+from .settle import repeated_siblings
+
+
+def call_spans(
+    seeds: dict[int, str], calls: dict[int, int], tree: ModuleTree
+) -> dict[str, tuple[int, int]]:
+    """For each called module called once, the first and last graph position of the parameter nodes inside it.
+
+    A module is taken as called once when no seed inside it has a later call number and no
+    parameter node of a module outside it lies amid its stretch. A torch layer (one
+    operation and its parameters) bounds nothing.
+
+    ``calls``: the call number of each seed that data reaches (copies of a weight computed
+    from the weight alone are written wherever the exporter put them, and have none).
+    """
+    spans: dict[str, tuple[int, int]] = {}
+    reused: set[str] = set()
+    for i, module in seeds.items():
+        if i not in calls:
+            continue
+        current = module
+        while True:
+            if current not in tree.containers:
+                if calls[i]:
+                    reused.add(current)
+                first, last = spans.get(current, (i, i))
+                spans[current] = (min(first, i), max(last, i))
+            if not current:
+                break
+            current = current.rpartition(".")[0]
+    ordered = sorted(i for i in seeds if i in calls)
+    result = {}
+    for module, (first, last) in spans.items():
+        if module in reused or first == last or (tree.is_leaf(module) and module in tree.torch_classes):
+            continue
+        inside = ordered[bisect_left(ordered, first) : bisect_right(ordered, last)]
+        # a parameter node of another module amid the stretch: two calls around it, not one
+        if all(is_ancestor(module, seeds[j]) for j in inside):
+            result[module] = (first, last)
+    return result
+
+
+def keep_within_spans(
+    nodes: list[int],
+    spans: dict[str, tuple[int, int]],
+    tree: ModuleTree,
+    modules: dict[int, str],
+    readers: list[list[int]] | None = None,
+) -> None:
+    """Move each node written inside the stretch of a call, but tagged outside it, into the innermost such call.
+
+    With ``readers`` (for shape arithmetic and constants, which exporters hoist to where
+    their inputs are ready: a later layer's shape computed amid an earlier one), a node read
+    in another element of the same stack stays where it is: it may have been made for that one.
+    """
+    for i in nodes:
+        inner = ""
+        for module, (first, last) in spans.items():
+            if first < i < last and tree.depth(module) > tree.depth(inner):
+                inner = module
+        if not inner or is_ancestor(inner, modules[i]):
+            continue
+        if readers is None or not any(repeated_siblings(modules.get(k, ""), inner) for k in readers[i]):
+            modules[i] = inner
