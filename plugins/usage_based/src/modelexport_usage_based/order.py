@@ -79,3 +79,37 @@ def keep_within_spans(
             continue
         if readers is None or not any(repeated_siblings(modules.get(k, ""), inner) for k in readers[i]):
             modules[i] = inner
+
+
+def seed_spans(resolved: dict[int, str]) -> dict[str, tuple[int, int]]:
+    """The stretch of every module (and its ancestors) over resolved parameter nodes, where nothing else lies amid it.
+
+    Used before call numbers exist: a stretch holding another module's parameter node
+    spans two calls and is left out, as in ``call_spans``.
+    """
+    spans: dict[str, tuple[int, int]] = {}
+    for i, module in resolved.items():
+        atoms = module.split(".") if module else []
+        for cut in range(len(atoms) + 1):
+            prefix = ".".join(atoms[:cut])
+            first, last = spans.get(prefix, (i, i))
+            spans[prefix] = (min(first, i), max(last, i))
+    ordered = sorted(resolved)
+    result = {}
+    for module, (first, last) in spans.items():
+        inside = ordered[bisect_left(ordered, first) : bisect_right(ordered, last)]
+        if last - first > 1 and all(is_ancestor(module, resolved[j]) for j in inside):
+            result[module] = (first, last)
+    return result
+
+
+def within_span(i: int, candidates: frozenset[str], spans: dict[str, tuple[int, int]]) -> frozenset[str]:
+    """The candidates lying inside the innermost stretch that node ``i`` is written amid (all of them if none does)."""
+    inner = ""
+    for module, (first, last) in spans.items():
+        if first < i < last and module.count(".") >= inner.count(".") and (not inner or is_ancestor(inner, module)):
+            inner = module
+    if not inner:
+        return candidates
+    kept = frozenset(c for c in candidates if is_ancestor(inner, c))
+    return kept or candidates

@@ -16,12 +16,17 @@ from modelexport_core.tags import common_ancestor
 
 from .assignment import min_cost_assignment
 from .data_flow import DataGraph
+from .order import seed_spans, within_span
 from .seeds import ParameterUsers
 
 SEARCH_DISTANCE = 16
 """How far (in nodes) an ambiguous seed looks for unambiguous seeds on either side."""
 DISTANCE_COST = 0.001
 """Score a nearer seed is worth over one a node farther away."""
+OUTSIDE_SPAN_COST = 10.0
+"""Score an owner loses for lying outside the call a reader is written amid (see ``order.within_span``)."""
+READ_AGAIN_COST = 1.0
+"""Score an owner loses for having read the same tensor in a node already resolved (a second call of it)."""
 ORDER_WEIGHT = 0.1
 """Score a reader gives up to take owners in call order (per rank out of place, ranks scaled to 0..1)."""
 
@@ -48,19 +53,24 @@ def resolve_owners(
     resolved = {i: next(iter(found.modules)) for i, found in users.candidates.items() if len(found.modules) == 1}
     copies = [i for i in users.candidates if i not in resolved and not (data.producers[i] or data.consumers[i])]
     pending = sorted(i for i in users.candidates if i not in resolved and i not in copies)
-    changed = True
-    while pending and changed:
-        changed = False
-        for i in pending:
-            adjacent = {resolved[j] for j in data.producers[i] + data.consumers[i] if j in resolved}
-            matches = adjacent & users.candidates[i].modules
-            if len(matches) > 1:  # a bias is added to the product of its own weight, before the next layer reads it
-                matches = {resolved[j] for j in data.producers[i] if j in resolved} & users.candidates[i].modules
-            if len(matches) == 1:
-                resolved[i] = next(iter(matches))
-                changed = True
-        pending = [i for i in pending if i not in resolved]
+    # a bias is added to the product of its own weight: what a node reads tells its owner first, then what reads it
+    for sides in ((data.producers,), (data.producers, data.consumers)):
+        changed = True
+        while pending and changed:
+            changed = False
+            for i in pending:
+                adjacent = {resolved[j] for side in sides for j in side[i] if j in resolved}
+                matches = adjacent & users.candidates[i].modules
+                if len(matches) > 1:  # before the next layer reads it
+                    matches = {resolved[j] for j in data.producers[i] if j in resolved} & users.candidates[i].modules
+                if len(matches) == 1:
+                    resolved[i] = next(iter(matches))
+                    changed = True
+            pending = [i for i in pending if i not in resolved]
 
+    spans = seed_spans(resolved)
+    # an owner whose node reading this very tensor is known would need a second call to read it again
+    read_already = {(module, users.tensors.get(i)) for i, module in resolved.items()}
     groups: dict[frozenset[str], list[int]] = defaultdict(list)
     for i in pending:
         groups[users.candidates[i].modules].append(i)
@@ -68,6 +78,13 @@ def resolve_owners(
     for owners, readers in groups.items():
         whole_calls = owners <= torch_layers
         scores = {i: _neighbour_scores(i, owners, data, resolved, whole_calls) for i in readers}
+        for i in readers:  # a node written amid the parameter nodes of one call belongs to a module inside it
+            inside = within_span(i, owners, spans)
+            for owner in owners:
+                if owner not in inside:
+                    scores[i][owner] -= OUTSIDE_SPAN_COST
+                if (owner, users.tensors.get(i)) in read_already:
+                    scores[i][owner] -= READ_AGAIN_COST
         resolved.update(_share_out(sorted(readers), sorted(owners, key=call_order.key), scores))
 
     for i in sorted(copies, reverse=True):  # readers come later in the graph

@@ -124,7 +124,7 @@ def propagate(
         others = sorted(c for c in contexts if not is_ancestor(c, modules[i]))
         if len(contexts) > 1 and others:
             also[i] = others
-    _tag_readers_of(graph, index, kinds, tree, modules, also)
+    _tag_readers_of(graph, index, kinds, data, tree, modules, also, fixed)
     _lift_hoisted(kinds, tree, modules)
     settings = sorted((i for i in modules if kinds.kinds[i] is not NodeKind.DATA), reverse=True)
     keep_within_spans(settings, spans, tree, modules, [index.node_consumers(graph, i) for i in range(len(graph.node))])
@@ -207,9 +207,18 @@ def _deepen(
     return moved
 
 
-def _caller_if_layer(qualname: str, tree: ModuleTree) -> str:
-    """A torch layer with parameters is exported as its parameter ops alone: what it reads besides was its caller's."""
-    if qualname in tree.torch_classes and tree.is_leaf(qualname) and qualname not in tree.without_parameters:
+def _caller_if_layer(qualname: str, tree: ModuleTree, parameter_node: bool = False) -> str:
+    """A torch layer with parameters is exported as its parameter ops alone: what it reads besides was its caller's.
+
+    So are the indices a parameter op of a layer derived from a torch layer reads when they
+    are numbered along a value the model computes and goes on computing with (positions
+    counted along what the caller's other child returned): the caller holds that value. A
+    value made only to be measured (or a model input) was handed to the lookup, which
+    numbers the positions itself.
+    """
+    if not tree.is_leaf(qualname) or qualname in tree.without_parameters:
+        return qualname
+    if qualname in tree.torch_classes or (parameter_node and qualname in tree.torch_layer_subclasses):
         return tree.closing_context(qualname)
     return qualname
 
@@ -218,9 +227,11 @@ def _tag_readers_of(
     graph: "onnx.GraphProto",
     index: GraphIndex,
     kinds: NodeKinds,
+    data: DataGraph,
     tree: ModuleTree,
     modules: dict[int, str],
     also: dict[int, list[str]],
+    fixed: set[int],
 ) -> None:
     """Shape arithmetic takes its readers' common module; a constant its first reader's.
 
@@ -231,7 +242,15 @@ def _tag_readers_of(
     for i in reversed(range(len(graph.node))):
         if i in modules or kinds.kinds[i] is NodeKind.DATA:
             continue
-        readers = [_caller_if_layer(modules[j], tree) for j in index.node_consumers(graph, i) if j in modules]
+        # indices numbered along a value the model computes and goes on computing with
+        from_computed = any(
+            index.producer.get(v) is not None and v in data.readers for v in kinds.shape_inputs_from(graph.node[i])
+        )
+        readers = [
+            _caller_if_layer(modules[j], tree, j in fixed and from_computed)
+            for j in index.node_consumers(graph, i)
+            if j in modules
+        ]
         if not readers:
             continue
         if kinds.kinds[i] is NodeKind.CONSTANT or not any(
