@@ -1,8 +1,11 @@
-"""How many data nodes a torch helper layer (an activation, a pooling) exports to, found by exporting it alone.
+"""What a parameter-free helper layer (an activation, a pooling) exports to, found by exporting it alone.
 
-A parameter-free torch layer exports to the same few ops wherever it is called (``ReLU``
-to one, an erf ``GELU`` to five at opset 17, one at 20), so a stretch of the graph given to
-it ends after that many nodes: the op after a ReLU is its caller's (a pooling), not the ReLU's.
+A parameter-free layer exports to the same few ops wherever it is called (``ReLU`` to one,
+an erf ``GELU`` to five at opset 17, one at 20), so a stretch of the graph given to it ends
+after that many nodes and holds those ops only: the op after a ReLU is its caller's (a
+pooling), not the ReLU's, and a view its caller made of a result is not an activation's.
+Helpers of any class are probed (an activation a model library defines itself); one that
+does not export alone on a plain tensor is left unknown.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -22,20 +26,31 @@ PROBE_SHAPES = ((1, 4, 6, 6), (1, 4, 6), (2, 6))
 """Inputs tried in turn: image-like, sequence-like, flat."""
 
 
-def torch_helper_sizes(model: "torch.nn.Module", tree: ModuleTree, opset: int) -> dict[str, int]:
-    """The data-node count of each parameter-free torch helper of the model (those that export alone)."""
+@dataclass(frozen=True)
+class HelperExport:
+    """The data nodes a helper exports to on its own: how many, and which ops."""
+
+    ops_in_order: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.ops_in_order)
+
+    @property
+    def ops(self) -> frozenset[str]:
+        return frozenset(self.ops_in_order)
+
+
+def helper_exports(model: "torch.nn.Module", tree: ModuleTree, opset: int) -> dict[str, HelperExport]:
+    """What each parameter-free helper of the model exports to alone (those that export alone)."""
     helpers = {helper for name in tree.names for helper in tree.parameter_free_helpers(name)}
-    sizes: dict[str, int] = {}
+    found: dict[str, HelperExport] = {}
     for qualname, module in model.named_modules():
-        if qualname in helpers and qualname in tree.torch_classes:
-            size = _exported_size(type(module), repr(module), opset, module)
-            if size:
-                sizes[qualname] = size
-    return sizes
-
-
-def _exported_size(cls: type, description: str, opset: int, module: "torch.nn.Module") -> int | None:
-    return _cached_size(cls, description, opset, _Held(module))
+        if qualname in helpers:
+            export = _cached_export(type(module), repr(module), opset, _Held(module))
+            if export is not None:
+                found[qualname] = export
+    return found
 
 
 class _Held:
@@ -52,7 +67,7 @@ class _Held:
 
 
 @lru_cache(maxsize=256)
-def _cached_size(cls: type, description: str, opset: int, held: _Held) -> int | None:
+def _cached_export(cls: type, description: str, opset: int, held: _Held) -> HelperExport | None:
     import onnx
     import torch
 
@@ -66,10 +81,10 @@ def _cached_size(cls: type, description: str, opset: int, held: _Held) -> int | 
             continue
         graph = onnx.load_from_string(buffer.getvalue()).graph
         reached = {value.name for value in graph.input}
-        count = 0
+        ops: list[str] = []
         for node in graph.node:
             if any(value in reached for value in node.input):
                 reached.update(node.output)
-                count += 1
-        return count or None
+                ops.append(node.op_type)
+        return HelperExport(tuple(ops)) if ops else None
     return None

@@ -22,6 +22,7 @@ from modelexport_core.tags import is_ancestor
 
 from .contexts import Placement
 from .data_flow import DataGraph, NodeKinds
+from .helper_sizes import HelperExport
 from .module_tree import ModuleTree
 
 if TYPE_CHECKING:
@@ -174,11 +175,12 @@ def _reaching(targets: list[int], data: DataGraph) -> set[int]:
 
 def hand_to_helpers(
     free: list[int],
+    graph: "onnx.GraphProto",
     data: DataGraph,
     tree: ModuleTree,
     placement: Placement,
     configured: list[bool],
-    sizes: dict[str, int],
+    exports: dict[str, HelperExport],
 ) -> None:
     """Give a module's single parameter-free helper child (an activation) the stretch it computes.
 
@@ -188,7 +190,9 @@ def hand_to_helpers(
     add), and reads nothing else (no shape or setting computed for it, ``configured``: an
     activation reads fixed constants only): every input of each of its nodes is that output or
     a node of the stretch. A helper computes one stretch per call of its parent, of at most
-    ``sizes[helper]`` nodes where that is known (a torch layer exported alone).
+    as many nodes as it exports to alone, and of those ops only, where that is known (``exports``);
+    a stretch that does not come out as exactly those ops (a residual add after a sublayer,
+    taken for the start of an activation) is refused and the claims made again without it.
     """
     modules = placement.modules
     free_set = set(free)
@@ -204,15 +208,49 @@ def hand_to_helpers(
             with_seeds = [c for c in earlier if any(is_ancestor(c, tag) for tag in seeded)]
             if with_seeds:
                 feeding_child[name] = with_seeds[-1]
+    before = dict(modules)
+    refused: set[tuple[str, int]] = set()  # stretches that did not come out as the helper exports
+    for _ in range(MAX_HELPER_ROUNDS):
+        stretches = _claim_stretches(
+            free, graph, data, placement, configured, exports, helper_of, feeding_child, tree, refused
+        )
+        wrong = {
+            (helper, source)
+            for (helper, _), (source, nodes) in stretches.items()
+            if helper in exports and sorted(graph.node[i].op_type for i in nodes) != sorted(exports[helper].ops_in_order)
+        }
+        if not wrong:
+            return
+        for i in free:
+            modules[i] = before[i]
+        refused |= wrong
+
+
+def _claim_stretches(
+    free: list[int],
+    graph: "onnx.GraphProto",
+    data: DataGraph,
+    placement: Placement,
+    configured: list[bool],
+    exports: dict[str, HelperExport],
+    helper_of: dict[str, str],
+    feeding_child: dict[str, str],
+    tree: ModuleTree,
+    refused: set[tuple[str, int]],
+) -> dict[tuple[str, int], tuple[int, list[int]]]:
+    """One pass of ``hand_to_helpers``: each helper call's source node and the nodes it was given."""
+    modules = placement.modules
     stretch_source: dict[int, int] = {}
-    source_of_call: dict[tuple[str, int], int] = {}
-    stretch_size: dict[tuple[str, int], int] = {}
+    stretches: dict[tuple[str, int], tuple[int, list[int]]] = {}
     # a stretch from the nearest earlier child first, then from any child or the module's own result
     for from_feeding_child in (True, False):
         for i in free:
-            owner = modules[i]
+            owner = _helper_owner(modules[i], helper_of, feeding_child, tree) if from_feeding_child else modules[i]
             helper = helper_of.get(owner)
             if helper is None or data.reads_graph_input[i] or configured[i]:
+                continue
+            export = exports.get(helper)
+            if export is not None and graph.node[i].op_type not in export.ops:
                 continue
             if any(j in stretch_source and len(data.consumers[j]) > 1 for j in data.producers[i]):
                 continue  # a stretch value read twice was returned: the helper's call ended there
@@ -221,19 +259,38 @@ def hand_to_helpers(
                 continue
             (source,) = sources
             source_module = modules.get(source, "")
-            if source in stretch_source or not is_ancestor(owner, source_module):
+            if source in stretch_source or not is_ancestor(owner, source_module) or (helper, source) in refused:
                 continue
             child = feeding_child.get(owner)
             if from_feeding_child and (child is None or not is_ancestor(child, source_module)):
                 continue
             key = (helper, placement.call_of(source))
-            if source_of_call.setdefault(key, source) != source:
+            claimed_source, nodes = stretches.setdefault(key, (source, []))
+            if claimed_source != source:
                 continue
-            if stretch_size.get(key, 0) >= sizes.get(helper, len(free)):
+            if len(nodes) >= (export.size if export is not None else len(free)):
                 continue
-            stretch_size[key] = stretch_size.get(key, 0) + 1
+            nodes.append(i)
             modules[i] = helper
             stretch_source[i] = source
+    return stretches
+
+
+def _helper_owner(tag: str, helper_of: dict[str, str], feeding_child: dict[str, str], tree: ModuleTree) -> str:
+    """The module whose helper may compute a node guessed at ``tag``: that module, or the one whose feeding child it lies in.
+
+    A first guess continues in the child that computed a node's input, which may have
+    returned already: the activation applied to a child's result is guessed inside the child.
+    """
+    if tag in helper_of:
+        return tag
+    module = tree.caller(tag) if tag else ""
+    while module:
+        child = feeding_child.get(module)
+        if module in helper_of and child is not None and is_ancestor(child, tag):
+            return module
+        module = tree.caller(module)
+    return tag
 
 
 def absorb_private_feeders(
@@ -351,6 +408,9 @@ def claim_leaf_tails(
             modules[j] = owner
             members.add(j)
 
+
+MAX_HELPER_ROUNDS = 4
+"""Passes of helper claims; each refuses the stretches that did not come out as their helper exports."""
 
 VIEW_OPS = frozenset({"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
 """Ops that only rearrange a tensor: a stretch of them after a call's last parameter op may be its caller's."""

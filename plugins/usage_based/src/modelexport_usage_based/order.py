@@ -18,6 +18,16 @@ from .module_tree import ModuleTree
 from .settle import repeated_siblings
 
 
+def reused_modules(seeds: dict[int, str], calls: dict[int, int]) -> set[str]:
+    """Modules (and their ancestors up to the reused one, conservatively all) holding a seed of a later call."""
+    reused: set[str] = set()
+    for i, module in seeds.items():
+        if calls.get(i):
+            atoms = module.split(".") if module else []
+            reused.update(".".join(atoms[:cut]) for cut in range(len(atoms) + 1))
+    return reused
+
+
 def call_spans(
     seeds: dict[int, str], calls: dict[int, int], tree: ModuleTree
 ) -> dict[str, tuple[int, int]]:
@@ -46,7 +56,7 @@ def call_spans(
                 break
             current = current.rpartition(".")[0]
     ordered = sorted(i for i in seeds if i in calls)
-    result = {}
+    result: dict[str, tuple[int, int]] = {}
     for module, (first, last) in spans.items():
         if module in reused or first == last or (tree.is_leaf(module) and module in tree.torch_classes):
             continue
@@ -113,3 +123,37 @@ def within_span(i: int, candidates: frozenset[str], spans: dict[str, tuple[int, 
         return candidates
     kept = frozenset(c for c in candidates if is_ancestor(inner, c))
     return kept or candidates
+
+
+def fill_call_gaps(
+    nodes: list[int], reused: set[str], tree: ModuleTree, modules: dict[int, str], movable: set[int]
+) -> None:
+    """Deepen the nodes lying between two nodes of one call but tagged to a module around it.
+
+    ``nodes``: the data nodes in graph order. A stretch from the first to the last node
+    placed inside a module called once, holding nothing placed beside it (only nodes
+    inside it or around it), ran within that call: the nodes placed around it (``movable``
+    ones) are moved in. Outer modules go first, so the innermost call has the last word.
+    ``reused``: modules called more than once, whose stretches interleave with their caller's code.
+    """
+    position = {i: p for p, i in enumerate(nodes)}
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i in nodes:
+        module = modules[i]
+        while True:
+            if module not in tree.containers:
+                first.setdefault(module, i)
+                last[module] = i
+            if not module:
+                break
+            module = module.rpartition(".")[0]
+    for module in sorted(first, key=tree.depth):
+        if not module or module in reused or tree.is_leaf(module) or module in tree.containers:
+            continue
+        stretch = nodes[position[first[module]] : position[last[module]] + 1]
+        if not all(is_ancestor(module, modules[i]) or is_ancestor(modules[i], module) for i in stretch):
+            continue
+        for i in stretch:
+            if i in movable and modules[i] != module and is_ancestor(modules[i], module):
+                modules[i] = module

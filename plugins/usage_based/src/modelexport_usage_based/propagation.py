@@ -31,8 +31,9 @@ from .module_claims import (
     return_sized_views,
     return_tails,
 )
+from .helper_sizes import HelperExport
 from .module_tree import ModuleTree
-from .order import call_spans, keep_within_spans
+from .order import call_spans, fill_call_gaps, keep_within_spans, reused_modules
 from .settle import join_first_sharer, prepare_for_readers, repeated_siblings, settle
 
 if TYPE_CHECKING:
@@ -58,11 +59,11 @@ def propagate(
     static_values: set[str],
     shapes: dict[str, tuple],
     types: dict[str, int],
-    helper_sizes: dict[str, int] | None = None,
+    helpers: dict[str, HelperExport] | None = None,
 ) -> Propagation:
     """Tag every node, from the seeds (node index to owning module) and their call numbers.
 
-    ``helper_sizes``: how many nodes each torch helper layer exports to, where known.
+    ``helpers``: what each parameter-free helper layer exports to alone, where known.
     """
     placement = Placement(dict(seeds), dict(calls))
     spans = call_spans(seeds, calls, tree)
@@ -93,7 +94,7 @@ def propagate(
         )
         for i, node in enumerate(graph.node)
     ]
-    hand_to_helpers(free, data, tree, placement, configured, helper_sizes or {})
+    hand_to_helpers(free, graph, data, tree, placement, configured, helpers or {})
     absorb_private_feeders(free, seeds, data, tree, modules)
     claim_leaf_tails(free, seeds, graph, data, tree, static_values, modules)
     join_first_reader(free, graph, data, tree, types, modules)
@@ -118,6 +119,8 @@ def propagate(
     align_tails(free, data, tree, fixed, placement, read_as_data)
     return_sized_views([i for i in free if i not in claimed], graph, kinds, data, tree, fixed, modules)
     keep_within_spans(free, spans, tree, modules)
+    data_nodes = [i for i in range(len(graph.node)) if kinds.kinds[i] is NodeKind.DATA and i in modules]
+    fill_call_gaps(data_nodes, reused_modules(seeds, calls), tree, modules, set(free))
     also: dict[int, list[str]] = {}
     for i in free:  # a node joining streams from several modules (a residual add) serves them too
         contexts = {tree.closing_context(modules[j]) for j in data.producers[i] if j in modules}

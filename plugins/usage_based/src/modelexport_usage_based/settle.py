@@ -58,6 +58,9 @@ def prepare_for_readers(
             for k in data.readers.get(value, ())
             if k in modules
         }
+        outer = tree.common(readers) if readers else ""
+        if len(readers) > 1 and outer in readers:  # read by a module and inside a child it calls: that module's
+            readers = {outer}
         if len(readers) == 1:
             (reader,) = readers
             if not published and not after_leaf(data.inputs[i][0]):

@@ -22,7 +22,7 @@ from modelexport_core.strategy import (
 
 from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
 from .graph_values import ArrayReader
-from .helper_sizes import torch_helper_sizes
+from .helper_sizes import helper_exports
 from .module_tree import ModuleTree
 from .ownership import resolve_owners
 from .parameters import ParameterIndex
@@ -93,7 +93,7 @@ class UsageBasedStrategy(TaggingStrategy):
             tree,
             users.static_values,
             *value_shapes_and_types(onnx_model),
-            helper_sizes=torch_helper_sizes(ctx.model, tree, _opset_of(onnx_model)),
+            helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model)),
         )
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         node_modules = fill_missing_modules(graph, tagged)
