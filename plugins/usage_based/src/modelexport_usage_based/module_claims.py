@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from modelexport_core.tags import is_ancestor
 
 from .contexts import Placement
-from .data_flow import DataGraph, NodeKinds
+from .data_flow import SHAPE_OPS, DataGraph, NodeKind, NodeKinds
 from .helper_sizes import HelperExport
 from .module_tree import ModuleTree
 
@@ -429,9 +429,10 @@ def return_sized_views(
 
     A node reading the shape of a value runs where that value is visible: computed there,
     or read as data there. A view after the last parameter op of a module's call, sized
-    from a value its caller computed itself and the module never reads (restoring the layout the
-    caller had before it split its input into windows), ran in the caller, after the call
-    returned; so did the views between the parameter op and it.
+    from a value the module never reads that its caller computed, or measured before the call
+    began (restoring the layout the caller had before it split its input into windows),
+    ran in the caller, after the call returned; so did the views between the parameter op
+    and it. A module that measured its input itself, amid its own nodes, restores it itself.
     """
     after: list[frozenset[str]] = [frozenset()] * len(graph.node)
     for i in reversed(range(len(graph.node))):
@@ -457,6 +458,37 @@ def return_sized_views(
         j = data.producer.get(value)
         return j is not None and j not in fixed and modules.get(j) == module
 
+    producer = {value: j for j, node in enumerate(graph.node) for value in node.output if value}
+
+    def measured_at(i: int) -> list[int]:
+        """Where the ``Shape`` nodes that size node ``i`` are written."""
+        found: list[int] = []
+        stack = [producer[v] for v in graph.node[i].input if v in producer and v not in data.inputs[i]]
+        seen: set[int] = set()
+        while stack:
+            j = stack.pop()
+            if j in seen or kinds.kinds[j] is not NodeKind.SHAPE:
+                continue
+            seen.add(j)
+            if graph.node[j].op_type in SHAPE_OPS:
+                found.append(j)
+            else:
+                stack.extend(producer[v] for v in graph.node[j].input if v in producer)
+        return found
+
+    start: dict[str, int] = {}  # where each module's call is first seen at work
+    for j in sorted(modules):
+        if data.producers[j] or data.consumers[j]:
+            tag = modules[j]
+            while tag and tag not in start:
+                start[tag] = j
+                tag = tag.rpartition(".")[0]
+
+    def measured_before(i: int, module: str) -> bool:
+        """Whether every size node ``i`` reads was taken before the call of ``module`` began (by its caller)."""
+        positions = measured_at(i)
+        return bool(positions) and all(j < start.get(module, -1) for j in positions)
+
     moved: set[int] = set()
     for i in free:
         if not tail_view(i):
@@ -464,7 +496,10 @@ def return_sized_views(
         module = modules[i]
         caller = tree.caller(module)
         sources = [value for value in kinds.shape_inputs_from(graph.node[i]) if value not in data.inputs[i]]
-        if any(made_in(value, caller) and not visible(value, module, i) for value in sources):
+        if any(
+            (made_in(value, caller) or measured_before(i, module)) and not visible(value, module, i)
+            for value in sources
+        ):
             modules[i] = caller
             moved.add(i)
     for i in reversed(free):

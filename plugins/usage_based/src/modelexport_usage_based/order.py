@@ -14,6 +14,7 @@ from bisect import bisect_left, bisect_right
 
 from modelexport_core.tags import is_ancestor
 
+from .data_flow import DataGraph
 from .module_tree import ModuleTree
 from .settle import repeated_siblings
 
@@ -126,7 +127,13 @@ def within_span(i: int, candidates: frozenset[str], spans: dict[str, tuple[int, 
 
 
 def fill_call_gaps(
-    nodes: list[int], reused: set[str], tree: ModuleTree, modules: dict[int, str], movable: set[int]
+    nodes: list[int],
+    reused: set[str],
+    tree: ModuleTree,
+    modules: dict[int, str],
+    movable: set[int],
+    settings: list[int] | None = None,
+    readers: list[list[int]] | None = None,
 ) -> None:
     """Deepen the nodes lying between two nodes of one call but tagged to a module around it.
 
@@ -135,6 +142,10 @@ def fill_call_gaps(
     inside it or around it), ran within that call: the nodes placed around it (``movable``
     ones) are moved in. Outer modules go first, so the innermost call has the last word.
     ``reused``: modules called more than once, whose stretches interleave with their caller's code.
+    ``settings`` (shape arithmetic and constants, with their ``readers``) written in such a
+    stretch move in too when a node inside the call reads them: an exporter writes a shared
+    one where it first computed it, and the ends of a stretch placed from data alone may reach
+    past the call, so a setting only its caller reads stays with its caller.
     """
     position = {i: p for p, i in enumerate(nodes)}
     first: dict[str, int] = {}
@@ -148,6 +159,7 @@ def fill_call_gaps(
             if not module:
                 break
             module = module.rpartition(".")[0]
+    ordered_settings = sorted(settings or ())
     for module in sorted(first, key=tree.depth):
         if not module or module in reused or tree.is_leaf(module) or module in tree.containers:
             continue
@@ -157,3 +169,82 @@ def fill_call_gaps(
         for i in stretch:
             if i in movable and modules[i] != module and is_ancestor(modules[i], module):
                 modules[i] = module
+        if readers is None:
+            continue
+        written = ordered_settings[bisect_left(ordered_settings, first[module]) : bisect_right(ordered_settings, last[module])]
+        for i in reversed(written):  # readers first: a shape computed for a setting moves with it
+            if modules[i] == module or not is_ancestor(modules[i], module):
+                continue
+            if any(is_ancestor(module, modules.get(k, "")) for k in readers[i]):
+                modules[i] = module
+
+
+def settings_before_calls(nodes: list[int], settings: list[int], tree: ModuleTree, modules: dict[int, str]) -> None:
+    """Give the caller the shape arithmetic and constants written before the call that reads them began.
+
+    ``nodes``: the data nodes in graph order; a call begins at the first of them placed
+    inside its module. A setting written earlier ran in a call already under way: the
+    deepest module around its reader's that had begun (a mask a block builds before it
+    calls its attention), when that call computed other data between it and the call.
+    """
+    start: dict[str, int] = {}
+    for i in nodes:
+        module = modules[i]
+        while module and module not in start:
+            start[module] = i
+            module = module.rpartition(".")[0]
+    for i in settings:
+        module = modules[i]
+        if not module or start.get(module, -1) < i:
+            continue
+        # the caller computed on after it (a setting at the very start of the call is the call's)
+        between = nodes[bisect_right(nodes, i) : bisect_left(nodes, start[module])]
+        if not any(not is_ancestor(module, modules[j]) for j in between):
+            continue
+        outer = tree.caller(module)
+        while outer and start.get(outer, len(nodes) + i + 1) > i:
+            outer = tree.caller(outer)
+        modules[i] = outer
+
+
+def settings_where_measured(
+    settings: list[int],
+    sources: list[frozenset[str]],
+    inputs_from: list[list[int]],
+    measuring: set[int],
+    data: DataGraph,
+    tree: ModuleTree,
+    modules: dict[int, str],
+) -> None:
+    """Move shape arithmetic out of a module that never sees the values it measures.
+
+    ``sources``: for each node, the data values whose shapes it is computed from;
+    ``inputs_from``: the nodes each reads; ``measuring``: the nodes reading a shape directly.
+    A value is seen in a module that computes it or reads it as data; a module that does
+    neither was not given it, so a node measuring it there ran in the caller that holds it
+    (a mask a block builds from the size of its padded input, read only by the attention it
+    calls), and so did the arithmetic computed from such moved nodes. Arithmetic reading
+    a size the caller computed and passed (positions handed to a rotary table) stays.
+    A value made only to be measured (nothing computes with it) was handed over to be measured.
+    """
+
+    def seen_in(value: str, module: str) -> bool:
+        j = data.producer.get(value)
+        if j is None or (j in modules and is_ancestor(module, modules[j])):
+            return True
+        return any(k in modules and is_ancestor(module, modules[k]) for k in data.readers.get(value, ()))
+
+    moved: set[int] = set()
+    for i in sorted(settings):
+        measured = sources[i]
+        module = modules[i]
+        if not measured or not module or any(seen_in(value, module) for value in measured):
+            continue
+        if any(value not in data.readers for value in measured):
+            continue
+        if i not in measuring and not any(j in moved for j in inputs_from[i]):
+            continue
+        while module and not any(seen_in(value, module) for value in measured):
+            module = tree.caller(module)
+        modules[i] = module
+        moved.add(i)

@@ -20,7 +20,7 @@ from modelexport_core.graph import GraphIndex
 from modelexport_core.tags import is_ancestor
 
 from .contexts import Placement, bounds, context_of, feeds_fixed, reaches_outputs
-from .data_flow import DataGraph, NodeKind, NodeKinds
+from .data_flow import SHAPE_OPS, DataGraph, NodeKind, NodeKinds
 from .module_claims import (
     absorb_private_feeders,
     align_tails,
@@ -33,7 +33,14 @@ from .module_claims import (
 )
 from .helper_sizes import HelperExport
 from .module_tree import ModuleTree
-from .order import call_spans, fill_call_gaps, keep_within_spans, reused_modules
+from .order import (
+    call_spans,
+    fill_call_gaps,
+    keep_within_spans,
+    reused_modules,
+    settings_before_calls,
+    settings_where_measured,
+)
 from .settle import join_first_sharer, prepare_for_readers, repeated_siblings, settle
 
 if TYPE_CHECKING:
@@ -119,8 +126,13 @@ def propagate(
     align_tails(free, data, tree, fixed, placement, read_as_data)
     return_sized_views([i for i in free if i not in claimed], graph, kinds, data, tree, fixed, modules)
     keep_within_spans(free, spans, tree, modules)
-    data_nodes = [i for i in range(len(graph.node)) if kinds.kinds[i] is NodeKind.DATA and i in modules]
-    fill_call_gaps(data_nodes, reused_modules(seeds, calls), tree, modules, set(free))
+    data_nodes = [  # copies of a weight that no data reaches are written wherever the exporter put them
+        i
+        for i in range(len(graph.node))
+        if kinds.kinds[i] is NodeKind.DATA and i in modules and (data.producers[i] or data.consumers[i])
+    ]
+    reused = reused_modules(seeds, calls)
+    fill_call_gaps(data_nodes, reused, tree, modules, set(free))
     also: dict[int, list[str]] = {}
     for i in free:  # a node joining streams from several modules (a residual add) serves them too
         contexts = {tree.closing_context(modules[j]) for j in data.producers[i] if j in modules}
@@ -129,9 +141,46 @@ def propagate(
             also[i] = others
     _tag_readers_of(graph, index, kinds, data, tree, modules, also, fixed)
     _lift_hoisted(kinds, tree, modules)
+    consumers = [index.node_consumers(graph, i) for i in range(len(graph.node))]
+    _place_settings(graph, index, kinds, data, tree, modules, static_values, data_nodes, consumers)
     settings = sorted((i for i in modules if kinds.kinds[i] is not NodeKind.DATA), reverse=True)
-    keep_within_spans(settings, spans, tree, modules, [index.node_consumers(graph, i) for i in range(len(graph.node))])
+    keep_within_spans(settings, spans, tree, modules, consumers)
+    fill_call_gaps(data_nodes, reused, tree, modules, set(), settings, consumers)
     return Propagation(modules, also)
+
+
+def _place_settings(
+    graph: "onnx.GraphProto",
+    index: GraphIndex,
+    kinds: NodeKinds,
+    data: DataGraph,
+    tree: ModuleTree,
+    modules: dict[int, str],
+    static_values: set[str],
+    data_nodes: list[int],
+    consumers: list[list[int]],
+) -> None:
+    """Settle shape arithmetic and constants by when they ran and what they measure, after their readers placed them."""
+    placed = dict(modules)
+    settings_before_calls(data_nodes, [i for i in modules if kinds.kinds[i] is not NodeKind.DATA], tree, modules)
+    measured = [
+        kinds.shape_inputs_from(node)
+        | (frozenset(kinds.data_inputs(node, static_values)) if node.op_type in SHAPE_OPS else frozenset())
+        for node in graph.node
+    ]
+    settings_where_measured(
+        [i for i in modules if kinds.kinds[i] is NodeKind.SHAPE],
+        measured,
+        [[j for value in node.input if (j := index.producer.get(value)) is not None] for node in graph.node],
+        {i for i, node in enumerate(graph.node) if node.op_type in SHAPE_OPS},
+        data,
+        tree,
+        modules,
+    )
+    for i, kind in enumerate(kinds.kinds):  # a constant goes with the reader it was made for, wherever that went
+        first = next((j for j in consumers[i] if j in modules), None)
+        if kind is NodeKind.CONSTANT and first is not None and modules[first] != placed[first]:
+            modules[i] = modules[first]
 
 
 def _feed_from_inputs(
