@@ -449,7 +449,7 @@ def return_sized_views(
 
     def visible(value: str, module: str, reader: int) -> bool:
         j = data.producer.get(value)
-        if j is None or j not in modules or is_ancestor(module, modules[j]):
+        if j is not None and (j not in modules or is_ancestor(module, modules[j])):
             return True
         readers = data.readers.get(value, ())
         return any(k != reader and k in modules and is_ancestor(module, modules[k]) for k in readers)

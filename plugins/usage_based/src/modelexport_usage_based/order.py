@@ -185,7 +185,7 @@ def settings_before_calls(nodes: list[int], settings: list[int], tree: ModuleTre
     ``nodes``: the data nodes in graph order; a call begins at the first of them placed
     inside its module. A setting written earlier ran in a call already under way: the
     deepest module around its reader's that had begun (a mask a block builds before it
-    calls its attention), when that call computed other data between it and the call.
+    calls the layer that reads it), when that call computed other data between it and the call.
     """
     start: dict[str, int] = {}
     for i in nodes:
@@ -220,9 +220,9 @@ def settings_where_measured(
 
     ``sources``: for each node, the data values whose shapes it is computed from;
     ``inputs_from``: the nodes each reads; ``measuring``: the nodes reading a shape directly.
-    A value is seen in a module that computes it or reads it as data; a module that does
-    neither was not given it, so a node measuring it there ran in the caller that holds it
-    (a mask a block builds from the size of its padded input, read only by the attention it
+    A value (a model input too) is seen in a module that computes it or reads it as data; a
+    module that does neither was not given it, so a node measuring it there ran in the caller that holds it
+    (a mask a block builds from the size of its padded input, read only by the scoring layer it
     calls), and so did the arithmetic computed from such moved nodes. Arithmetic reading
     a size the caller computed and passed (positions handed to a rotary table) stays.
     A value made only to be measured (nothing computes with it) was handed over to be measured.
@@ -230,7 +230,7 @@ def settings_where_measured(
 
     def seen_in(value: str, module: str) -> bool:
         j = data.producer.get(value)
-        if j is None or (j in modules and is_ancestor(module, modules[j])):
+        if j is not None and j in modules and is_ancestor(module, modules[j]):
             return True
         return any(k in modules and is_ancestor(module, modules[k]) for k in data.readers.get(value, ()))
 

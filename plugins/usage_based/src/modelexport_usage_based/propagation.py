@@ -146,6 +146,7 @@ def propagate(
     settings = sorted((i for i in modules if kinds.kinds[i] is not NodeKind.DATA), reverse=True)
     keep_within_spans(settings, spans, tree, modules, consumers)
     fill_call_gaps(data_nodes, reused, tree, modules, set(), settings, consumers)
+    also = {i: kept for i, others in also.items() if (kept := [m for m in others if m != modules[i]])}
     return Propagation(modules, also)
 
 
