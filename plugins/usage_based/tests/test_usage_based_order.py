@@ -6,7 +6,9 @@ alone leaves the module open: a stack that builds its own mask from an input of 
 model, a block building a mask from the size of its input for the attention it calls, a
 caller restoring the shape it measured before a child worked on flat tokens, lookups numbering positions either in the
 caller or themselves, activations of a class a model library defines, equal zero biases
-in a norm and the layer after it, and a pooling transition between unlike blocks.
+in a norm and the layer after it, a pooling transition between unlike blocks, two
+parameter-free helpers applied in turn, and a post-norm layer adding its sublayer's result
+to the sublayer's own input.
 Every recorded node must get the module PyTorch recorded.
 """
 
@@ -228,6 +230,64 @@ class ActivationStack(nn.Module):
         return x
 
 
+class Trim(nn.Module):
+    """Drops the last step a padded convolution adds (a parameter-free module of the model's own)."""
+
+    def forward(self, x):
+        return x[:, :, :-1]
+
+
+class TrimmedConv(nn.Module):
+    """A convolution, then two parameter-free helpers in turn: the trim, then the activation."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.conv = nn.Conv1d(width, width, 4, padding=2, groups=2)
+        self.trim = Trim()
+        self.act = ErfGelu()
+
+    def forward(self, x):
+        return self.act(self.trim(self.conv(x.transpose(1, 2)))).transpose(1, 2)
+
+
+class Sublayer(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.query = nn.Linear(width, width)
+        self.out = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.out((self.query(x) @ x.transpose(1, 2)).softmax(-1) @ x)
+
+
+class AddThenNormLayer(nn.Module):
+    """Adds its sublayer's result to the sublayer's own input, then norms: the add is the layer's."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.sublayer = Sublayer(width)
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x):
+        return self.norm(x + self.sublayer(x))
+
+
+class TrimmedStack(nn.Module):
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.entry = nn.Linear(width, width)
+        self.position = TrimmedConv(width)
+        self.norm = nn.LayerNorm(width)
+        self.layers = nn.ModuleList(AddThenNormLayer(width) for _ in range(2))
+
+    def forward(self, x):
+        x = self.entry(x)
+        x = self.norm(x + self.position(x))
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
 class ScaleShift(nn.Module):
     """``x * weight + bias`` with unit weight and zero bias, like the linear layers' zero biases."""
 
@@ -314,6 +374,7 @@ CASES = {
     "shape_restored_by_measurer": (FlatteningModel, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "positions_counted_here_or_there": (TwoWaysOfCounting, lambda: {"ids": torch.tensor([[3, 5, 7, 1], [1, 2, 3, 4]])}),
     "library_activation": (ActivationStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
+    "helpers_in_turn_and_post_norm": (TrimmedStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "equal_zero_biases": (ScaledStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "pooling_transition": (UnlikeStages, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
 }

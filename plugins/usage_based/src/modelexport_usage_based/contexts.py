@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     import onnx
 
 
+SUM_OPS = frozenset({"Add", "Sum"})
+"""Ops that add a residual back (a concatenation a block returns is not one)."""
+
+
 @dataclass
 class Placement:
     """The module and call number of every tagged node, as propagation goes."""
@@ -157,6 +161,8 @@ def context_of(i: int, data: DataGraph, tree: ModuleTree, placement: Placement) 
         passed = bool(outer) and all(
             any(k != i and placement.inside(k, deepest, call) for k in data.consumers[j]) for j in outer
         )
+        if outer and _read_by_caller_layer(i, deepest, data, tree, placement):
+            return tree.caller(deepest), call, False
         return deepest, call, passed
     latest = max(producers)
     module, call = context[latest], placement.call_of(latest)
@@ -167,6 +173,8 @@ def context_of(i: int, data: DataGraph, tree: ModuleTree, placement: Placement) 
         return any(k != i and placement.within(k, module, call) for k in data.consumers[j])
 
     if all(passed_in(j) for j in producers if j != latest):
+        if _read_by_caller_layer(i, module, data, tree, placement):
+            return tree.caller(module), call, False
         return module, call, False
     common = tree.common(calls_by_module)
     # the deepest call around the latest input that the others were passed into (a block adding
@@ -186,3 +194,24 @@ def context_of(i: int, data: DataGraph, tree: ModuleTree, placement: Placement) 
         common = tree.caller(common)
         merged = True
     return common, 0 if not common else call, merged
+
+
+def _read_by_caller_layer(i: int, module: str, data: DataGraph, tree: ModuleTree, placement: Placement) -> bool:
+    """Whether node ``i``, a sum, feeds a layer of the caller of ``module`` beside it, and nothing inside ``module``.
+
+    The sum of a call's result and the value the call was given, read next by a norm or
+    projection of the caller (a post-norm layer adding its sublayer's result to the
+    sublayer's input), was made by the caller after the call returned. Not so for an
+    element of a stack, whose last block's own residual sum feeds the stack owner's final norm.
+    """
+    if i >= len(data.op_types) or data.op_types[i] not in SUM_OPS:
+        return False
+    caller = tree.caller(module)
+    if module.rpartition(".")[0] != caller:
+        return False  # an element of a stack: the stack's last block may end with its own residual
+    seeded = [k for k in data.consumers[i] if k in placement.calls and k in placement.modules]
+    return bool(seeded) and all(
+        not is_ancestor(module, placement.modules[k]) and is_ancestor(caller, placement.modules[k])
+        and tree.caller(placement.modules[k]) == caller
+        for k in seeded
+    )

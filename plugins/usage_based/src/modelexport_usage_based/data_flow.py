@@ -99,6 +99,8 @@ class DataGraph:
     """Data nodes reading each value."""
     producer: dict[str, int]
     graph_outputs: frozenset[str]
+    op_types: tuple[str, ...] = ()
+    """The op of each node."""
 
     @classmethod
     def of(cls, graph: "onnx.GraphProto", index: GraphIndex, kinds: NodeKinds, static_values: set[str]) -> "DataGraph":
@@ -129,6 +131,7 @@ class DataGraph:
             dict(readers),
             dict(index.producer),
             frozenset(value.name for value in graph.output),
+            tuple(node.op_type for node in graph.node),
         )
 
     def outputs(self, graph: "onnx.GraphProto", i: int) -> list[str]:

@@ -276,6 +276,75 @@ def _claim_stretches(
     return stretches
 
 
+def hand_to_helper_chains(
+    free: list[int],
+    graph: "onnx.GraphProto",
+    data: DataGraph,
+    tree: ModuleTree,
+    modules: dict[int, str],
+    exports: dict[str, HelperExport],
+) -> None:
+    """Give each of a module's several parameter-free helpers (a padding trim, then an activation) its stretch.
+
+    The helpers run one after another, in the order they are registered, on what the
+    child registered before the first of them returned: each takes, from the result of the
+    one before, a stretch of exactly the ops it exports to alone. Where any helper's export
+    is unknown, or the stretches do not come out whole, nothing is given.
+    """
+    free_set = set(free)
+    for name in tree.names:
+        helpers = tree.parameter_free_helpers(name)
+        if len(helpers) < 2 or not all(helper in exports for helper in helpers):
+            continue
+        siblings = list(tree.children.get(name, ()))
+        earlier = [c for c in siblings[: siblings.index(helpers[0])] if c not in tree.without_parameters]
+        if not earlier:
+            continue
+        feeding = earlier[-1]
+        for source in sorted(i for i, tag in modules.items() if is_ancestor(feeding, tag)):
+            stretches = []
+            start = source
+            for helper in helpers:
+                stretch = _whole_stretch(start, exports[helper], free_set, graph, data, modules, name, feeding)
+                if stretch is None:
+                    break
+                stretches.append((helper, stretch))
+                start = stretch[-1]
+            if len(stretches) == len(helpers):
+                for helper, stretch in stretches:
+                    for i in stretch:
+                        modules[i] = helper
+
+
+def _whole_stretch(
+    source: int,
+    export: HelperExport,
+    free: set[int],
+    graph: "onnx.GraphProto",
+    data: DataGraph,
+    modules: dict[int, str],
+    owner: str,
+    feeding: str,
+) -> list[int] | None:
+    """The free nodes after ``source`` computing from it alone, one helper's exported ops exactly; None if they do not."""
+    stretch: list[int] = []
+    taken = {source}
+    frontier = sorted(k for k in data.consumers[source] if k in free)
+    while frontier and len(stretch) < export.size:
+        i = frontier.pop(0)
+        if i in taken or graph.node[i].op_type not in export.ops:
+            continue
+        tag = modules.get(i, "")
+        if not (tag == owner or is_ancestor(feeding, tag)) or not all(j in taken for j in data.producers[i]):
+            continue
+        stretch.append(i)
+        taken.add(i)
+        frontier = sorted(set(frontier) | {k for k in data.consumers[i] if k in free and k not in taken})
+    if sorted(graph.node[i].op_type for i in stretch) != sorted(export.ops_in_order):
+        return None
+    return stretch
+
+
 def _helper_owner(tag: str, helper_of: dict[str, str], feeding_child: dict[str, str], tree: ModuleTree) -> str:
     """The module whose helper may compute a node guessed at ``tag``: that module, or the one whose feeding child it lies in.
 

@@ -27,6 +27,7 @@ from .module_claims import (
     claim_leaf_tails,
     claim_restoring_views,
     join_first_reader,
+    hand_to_helper_chains,
     hand_to_helpers,
     return_sized_views,
     return_tails,
@@ -102,6 +103,7 @@ def propagate(
         for i, node in enumerate(graph.node)
     ]
     hand_to_helpers(free, graph, data, tree, placement, configured, helpers or {})
+    hand_to_helper_chains(free, graph, data, tree, modules, helpers or {})
     absorb_private_feeders(free, seeds, data, tree, modules)
     claim_leaf_tails(free, seeds, graph, data, tree, static_values, modules)
     join_first_reader(free, graph, data, tree, types, modules)
