@@ -7,7 +7,8 @@ model, a block building a mask from the size of its input for the attention it c
 caller restoring the shape it measured before a child worked on flat tokens, lookups numbering positions either in the
 caller or themselves, activations of a class a model library defines, equal zero biases
 in a norm and the layer after it, a pooling transition between unlike blocks, two
-parameter-free helpers applied in turn, and a post-norm layer adding its sublayer's result
+parameter-free helpers applied in turn, a module wrapping one convolution that lays its
+tokens out as an image, and a post-norm layer adding its sublayer's result
 to the sublayer's own input.
 Every recorded node must get the module PyTorch recorded.
 """
@@ -176,14 +177,14 @@ class ErfGelu(nn.Module):
 
 
 class ChannelMix(nn.Module):
-    """A depthwise convolution over channels-first tokens, returning them tokens-first (its last op a view)."""
+    """A depthwise convolution over tokens: transposes them in, convolves, transposes back (its last op a view)."""
 
     def __init__(self, width: int):
         super().__init__()
         self.conv = nn.Conv1d(width, width, 3, padding=1, groups=width)
 
     def forward(self, x):
-        return self.conv(x).transpose(1, 2)
+        return self.conv(x.transpose(1, 2)).transpose(1, 2)
 
 
 class MixingFeedForward(nn.Module):
@@ -197,7 +198,7 @@ class MixingFeedForward(nn.Module):
         self.out = nn.Linear(2 * width, width)
 
     def forward(self, x):
-        return self.out(self.act(self.mix(self.dense(x).transpose(1, 2))))
+        return self.out(self.act(self.mix(self.dense(x))))
 
 
 class PostNormLayerWithActivation(nn.Module):
@@ -288,6 +289,30 @@ class TrimmedStack(nn.Module):
         return x
 
 
+class TokensAsImage(nn.Module):
+    """Wraps one convolution: lays the tokens it is given out as an image, convolves, and back to tokens."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.conv = nn.Conv2d(width, width, 3, padding=1, groups=width)
+
+    def forward(self, tokens, height: int, width: int):
+        batch, _, channels = tokens.shape
+        image = tokens.transpose(1, 2).reshape(batch, channels, height, width)
+        return self.conv(image).flatten(2).transpose(1, 2)
+
+
+class ImageMixFeedForward(nn.Module):
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.dense = nn.Linear(width, 2 * width)
+        self.mix = TokensAsImage(2 * width)
+        self.out = nn.Linear(2 * width, width)
+
+    def forward(self, tokens):
+        return self.out(self.mix(self.dense(tokens), 2, 3))
+
+
 class ScaleShift(nn.Module):
     """``x * weight + bias`` with unit weight and zero bias, like the linear layers' zero biases."""
 
@@ -375,6 +400,7 @@ CASES = {
     "positions_counted_here_or_there": (TwoWaysOfCounting, lambda: {"ids": torch.tensor([[3, 5, 7, 1], [1, 2, 3, 4]])}),
     "library_activation": (ActivationStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "helpers_in_turn_and_post_norm": (TrimmedStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
+    "wrapper_lays_out_its_input": (ImageMixFeedForward, lambda: {"tokens": torch.randn(2, 6, WIDTH)}),
     "equal_zero_biases": (ScaledStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "pooling_transition": (UnlikeStages, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
 }

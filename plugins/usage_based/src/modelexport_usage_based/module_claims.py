@@ -345,6 +345,40 @@ def _whole_stretch(
     return stretch
 
 
+def claim_wrapper_heads(
+    free: list[int], seeds: dict[int, str], data: DataGraph, tree: ModuleTree, modules: dict[int, str]
+) -> None:
+    """Give a module wrapping one layer the views that lay its input out for that layer.
+
+    A module of the model's own whose only child with parameters is one layer exists to
+    adapt what it is given around that layer (tokens laid out as an image for a
+    convolution and back). The views right before the layer's parameter op, each read by
+    the next alone, guessed in the caller (not the tail of a sibling's call), are the wrapper's.
+    """
+    free_set = set(free)
+    for s, leaf in seeds.items():
+        wrapper = leaf.rpartition(".")[0]
+        if not wrapper or not tree.is_leaf(leaf) or wrapper in tree.torch_classes or wrapper in tree.containers:
+            continue
+        with_parameters = [c for c in tree.children.get(wrapper, ()) if c not in tree.without_parameters]
+        if with_parameters != [leaf]:
+            continue
+        caller = tree.caller(wrapper)
+        chain = []
+        current = s
+        while True:
+            producers = [j for j in data.producers[current] if j in free_set]
+            if len(producers) != 1 or len(data.producers[current]) != 1:
+                break
+            (j,) = producers
+            if data.op_types[j] not in VIEW_OPS or len(data.consumers[j]) != 1 or modules[j] != caller:
+                break
+            chain.append(j)
+            current = j
+        for j in chain:
+            modules[j] = wrapper
+
+
 def _helper_owner(tag: str, helper_of: dict[str, str], feeding_child: dict[str, str], tree: ModuleTree) -> str:
     """The module whose helper may compute a node guessed at ``tag``: that module, or the one whose feeding child it lies in.
 

@@ -26,6 +26,7 @@ from .module_claims import (
     align_tails,
     claim_leaf_tails,
     claim_restoring_views,
+    claim_wrapper_heads,
     join_first_reader,
     hand_to_helper_chains,
     hand_to_helpers,
@@ -104,6 +105,7 @@ def propagate(
     ]
     hand_to_helpers(free, graph, data, tree, placement, configured, helpers or {})
     hand_to_helper_chains(free, graph, data, tree, modules, helpers or {})
+    claim_wrapper_heads(free, seeds, data, tree, modules)
     absorb_private_feeders(free, seeds, data, tree, modules)
     claim_leaf_tails(free, seeds, graph, data, tree, static_values, modules)
     join_first_reader(free, graph, data, tree, types, modules)
