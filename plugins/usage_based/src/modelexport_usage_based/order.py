@@ -179,26 +179,30 @@ def fill_call_gaps(
                 modules[i] = module
 
 
-def settings_before_calls(nodes: list[int], settings: list[int], tree: ModuleTree, modules: dict[int, str]) -> None:
+def settings_before_calls(
+    nodes: list[int], settings: list[int], tree: ModuleTree, modules: dict[int, str], activity: list[int] | None = None
+) -> None:
     """Give the caller the shape arithmetic and constants written before the call that reads them began.
 
     ``nodes``: the data nodes in graph order; a call begins at the first of them placed
     inside its module. A setting written earlier ran in a call already under way: the
     deepest module around its reader's that had begun (a mask a block builds before it
-    calls the layer that reads it), when that call computed other data between it and the call.
+    calls the layer that reads it), when that call did other work between it and the call
+    (``activity``: the nodes that count as work, data nodes and shape arithmetic, in graph
+    order; by default the data nodes): a setting at the very start of a call is the call's.
     """
+    work = activity if activity is not None else nodes
     start: dict[str, int] = {}
     for i in nodes:
         module = modules[i]
         while module and module not in start:
             start[module] = i
             module = module.rpartition(".")[0]
-    for i in settings:
+    for i in sorted(settings, reverse=True):  # the latest first: what it leaves to the caller counts as work
         module = modules[i]
         if not module or start.get(module, -1) < i:
             continue
-        # the caller computed on after it (a setting at the very start of the call is the call's)
-        between = nodes[bisect_right(nodes, i) : bisect_left(nodes, start[module])]
+        between = work[bisect_right(work, i) : bisect_left(work, start[module])]
         if not any(not is_ancestor(module, modules[j]) for j in between):
             continue
         outer = tree.caller(module)

@@ -167,7 +167,6 @@ def _place_settings(
 ) -> None:
     """Settle shape arithmetic and constants by when they ran and what they measure, after their readers placed them."""
     placed = dict(modules)
-    settings_before_calls(data_nodes, [i for i in modules if kinds.kinds[i] is not NodeKind.DATA], tree, modules)
     measured = [
         kinds.shape_inputs_from(node)
         | (frozenset(kinds.data_inputs(node, static_values)) if node.op_type in SHAPE_OPS else frozenset())
@@ -181,6 +180,10 @@ def _place_settings(
         data,
         tree,
         modules,
+    )
+    activity = [i for i in sorted(modules) if kinds.kinds[i] is not NodeKind.CONSTANT]
+    settings_before_calls(
+        data_nodes, [i for i in modules if kinds.kinds[i] is not NodeKind.DATA], tree, modules, activity
     )
     for i, kind in enumerate(kinds.kinds):  # a constant goes with the reader it was made for, wherever that went
         first = next((j for j in consumers[i] if j in modules), None)
