@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, bisect_right
 import math
 from typing import TYPE_CHECKING
 
@@ -587,12 +588,23 @@ def return_sized_views(
                 start[tag] = j
                 tag = tag.rpartition(".")[0]
 
+    working = sorted(j for j in modules if data.producers[j] or data.consumers[j])
+
     def measured_before(i: int, module: str) -> bool:
-        """Whether every size node ``i`` reads was taken before the call of ``module`` began (by its caller)."""
+        """Whether every size node ``i`` reads was taken before the call of ``module`` began, by its caller.
+
+        The caller computed data between the measurement and the call: a call may begin by
+        measuring what it was given.
+        """
         positions = measured_at(i)
-        return bool(positions) and all(j < start.get(module, -1) for j in positions)
+        began = start.get(module, -1)
+        if not positions or not all(j < began for j in positions):
+            return False
+        between = working[bisect_right(working, max(positions)) : bisect_left(working, began)]
+        return any(not is_ancestor(module, modules[j]) for j in between)
 
     moved: set[int] = set()
+    left: dict[int, str] = {}  # the module each moved node was taken out of
     for i in free:
         if not tail_view(i):
             continue
@@ -603,6 +615,7 @@ def return_sized_views(
             (made_in(value, caller) or measured_before(i, module)) and not visible(value, module, i)
             for value in sources
         ):
+            left[i] = module
             modules[i] = caller
             moved.add(i)
     for i in reversed(free):
@@ -611,4 +624,15 @@ def return_sized_views(
         module = modules[i]
         if all(k in moved and not is_ancestor(module, modules[k]) for k in data.consumers[i]):
             modules[i] = tree.caller(module)
+            moved.add(i)
+            left[i] = module
+    # what computes only from values made after the call returned runs after it too (a roll of the restored windows)
+    for i in free:
+        if i in moved or not data.producers[i] or not all(j in left for j in data.producers[i]):
+            continue
+        outer = tree.common(modules[j] for j in data.producers[i])
+        module = modules[i]
+        if module != outer and is_ancestor(outer, module) and all(is_ancestor(left[j], module) for j in data.producers[i]):
+            left[i] = module
+            modules[i] = outer
             moved.add(i)
