@@ -380,6 +380,67 @@ def claim_wrapper_heads(
             modules[j] = wrapper
 
 
+def hand_results_to_next_call(
+    free: list[int], data: DataGraph, tree: ModuleTree, fixed: set[int], modules: dict[int, str]
+) -> None:
+    """Give the next call the computation between one call's result and its own first parameter op.
+
+    A value computed in a call (not a leaf) and read by nothing but a piece of computation
+    guessed to continue that call, whose results go to the parameter ops of one module
+    beside it alone, was that call's result, handed to the other module, which prepared it
+    (a stage's last block returns its tokens; the downsampling after it regroups them).
+    A piece of views only is the call laying its result out before it returns it.
+    """
+    free_set = set(free)
+    for source in sorted({j for i in free for j in data.producers[i]}):
+        first = modules.get(source, "")
+        if not first or tree.is_leaf(first):
+            continue
+        found = _piece_after(source, first, data, tree, fixed, free_set, modules)
+        if found is None:
+            continue
+        piece, target = found
+        if is_ancestor(first, target) or is_ancestor(target, first):
+            continue
+        if all(data.op_types[k] in VIEW_OPS for k in piece):
+            continue  # a call lays its result out before it returns it
+        for k in piece:
+            modules[k] = target
+
+
+def _piece_after(
+    source: int,
+    module: str,
+    data: DataGraph,
+    tree: ModuleTree,
+    fixed: set[int],
+    free: set[int],
+    modules: dict[int, str],
+) -> tuple[set[int], str] | None:
+    """The free nodes guessed in ``module`` computing from ``source`` alone, and the one module their results reach."""
+    piece: set[int] = set()
+    targets: set[str] = set()
+    frontier = list(data.consumers[source])
+    if not frontier:
+        return None
+    while frontier:
+        k = frontier.pop()
+        if k in piece:
+            continue
+        if k in fixed:
+            targets.add(tree.closing_context(modules[k]) if tree.is_leaf(modules[k]) else modules[k])
+            continue
+        if k not in free or modules[k] != module:
+            return None
+        piece.add(k)
+        frontier.extend(data.consumers[k])
+    if not piece or len(targets) != 1:
+        return None
+    if not all(all(j == source or j in piece for j in data.producers[k]) for k in piece):
+        return None
+    return piece, next(iter(targets))
+
+
 def _helper_owner(tag: str, helper_of: dict[str, str], feeding_child: dict[str, str], tree: ModuleTree) -> str:
     """The module whose helper may compute a node guessed at ``tag``: that module, or the one whose feeding child it lies in.
 

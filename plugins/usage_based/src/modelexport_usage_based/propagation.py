@@ -29,6 +29,7 @@ from .module_claims import (
     claim_wrapper_heads,
     join_first_reader,
     hand_to_helper_chains,
+    hand_results_to_next_call,
     hand_to_helpers,
     return_sized_views,
     return_tails,
@@ -123,6 +124,7 @@ def propagate(
     if deepened:  # what they feed may now be seen to prepare a value for another call
         readers = sorted({k for i in deepened for k in data.consumers[i] if k in set(movable)})
         prepare_for_readers(readers, graph, data, tree, limits, modules, configured, static_settings)
+    hand_results_to_next_call(movable, data, tree, fixed, modules)
     fed = feeds_fixed(len(graph.node), data, fixed)
     heading_out = [out and not fed[i] for i, out in enumerate(reaches_outputs(graph, data))]
     return_tails(free, data, tree, heading_out, placement)
