@@ -8,7 +8,7 @@ caller restoring the shape it measured before a child worked on flat tokens, loo
 caller or themselves, activations of a class a model library defines, equal zero biases
 in a norm and the layer after it, a pooling transition between unlike blocks, two
 parameter-free helpers applied in turn, a module wrapping one convolution that lays its
-tokens out as an image, and a post-norm layer adding its sublayer's result
+tokens out as an image, a downsampling regrouping what the last block returned, and a post-norm layer adding its sublayer's result
 to the sublayer's own input.
 Every recorded node must get the module PyTorch recorded.
 """
@@ -313,6 +313,40 @@ class ImageMixFeedForward(nn.Module):
         return self.out(self.mix(self.dense(tokens), 2, 3))
 
 
+class ResidualBlock(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.mix = nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + self.mix(self.norm(x))
+
+
+class PairMerging(nn.Module):
+    """Regroups neighbouring tokens in pairs (slices and a concatenation), then norms and reduces them."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(2 * width)
+        self.reduction = nn.Linear(2 * width, width)
+
+    def forward(self, x):
+        return self.reduction(self.norm(torch.cat([x[:, 0::2], x[:, 1::2]], dim=-1)))
+
+
+class MergingStage(nn.Module):
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.blocks = nn.ModuleList(ResidualBlock(width) for _ in range(2))
+        self.downsample = PairMerging(width)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.downsample(x)
+
+
 class ScaleShift(nn.Module):
     """``x * weight + bias`` with unit weight and zero bias, like the linear layers' zero biases."""
 
@@ -401,6 +435,7 @@ CASES = {
     "library_activation": (ActivationStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "helpers_in_turn_and_post_norm": (TrimmedStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "wrapper_lays_out_its_input": (ImageMixFeedForward, lambda: {"tokens": torch.randn(2, 6, WIDTH)}),
+    "result_regrouped_by_next_module": (MergingStage, lambda: {"x": torch.randn(2, 6, WIDTH)}),
     "equal_zero_biases": (ScaledStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "pooling_transition": (UnlikeStages, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
 }

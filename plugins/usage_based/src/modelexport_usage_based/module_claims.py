@@ -436,7 +436,7 @@ def _piece_after(
         frontier.extend(data.consumers[k])
     if not piece or len(targets) != 1:
         return None
-    if not all(all(j == source or j in piece for j in data.producers[k]) for k in piece):
+    if any(data.reads_graph_input[k] or not all(j == source or j in piece for j in data.producers[k]) for k in piece):
         return None
     return piece, next(iter(targets))
 
