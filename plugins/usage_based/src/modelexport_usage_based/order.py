@@ -81,11 +81,9 @@ def keep_within_spans(
     their inputs are ready: a later layer's shape computed amid an earlier one), a node read
     in another element of the same stack stays where it is: it may have been made for that one.
     """
+    around = innermost_spans(nodes, spans)
     for i in nodes:
-        inner = ""
-        for module, (first, last) in spans.items():
-            if first < i < last and tree.depth(module) > tree.depth(inner):
-                inner = module
+        inner = around[i]
         if not inner or is_ancestor(inner, modules[i]):
             continue
         if readers is None or not any(repeated_siblings(modules.get(k, ""), inner) for k in readers[i]):
@@ -114,12 +112,12 @@ def seed_spans(resolved: dict[int, str]) -> dict[str, tuple[int, int]]:
     return result
 
 
-def within_span(i: int, candidates: frozenset[str], spans: dict[str, tuple[int, int]]) -> frozenset[str]:
-    """The candidates lying inside the innermost stretch that node ``i`` is written amid (all of them if none does)."""
-    inner = ""
-    for module, (first, last) in spans.items():
-        if first < i < last and module.count(".") >= inner.count(".") and (not inner or is_ancestor(inner, module)):
-            inner = module
+def within_span(i: int, candidates: frozenset[str], around: dict[int, str]) -> frozenset[str]:
+    """The candidates lying inside the innermost stretch that node ``i`` is written amid (all of them if none does).
+
+    ``around``: the innermost stretch around each node (``innermost_spans``).
+    """
+    inner = around.get(i, "")
     if not inner:
         return candidates
     kept = frozenset(c for c in candidates if is_ancestor(inner, c))
@@ -252,3 +250,25 @@ def settings_where_measured(
             module = tree.caller(module)
         modules[i] = module
         moved.add(i)
+
+
+def innermost_spans(positions: list[int], spans: dict[str, tuple[int, int]]) -> dict[int, str]:
+    """For each position, the innermost stretch strictly around it ("" where none is), in one sweep.
+
+    The stretches of calls nest or lie apart (a stretch holds nothing of a module outside its own).
+    """
+    ordered = sorted(spans.items(), key=lambda item: (item[1][0], -item[1][1]))
+    result: dict[int, str] = {}
+    stack: list[tuple[str, int]] = []  # open stretches, innermost last: (module, last position)
+    index = 0
+    for i in sorted(positions):
+        while index < len(ordered) and ordered[index][1][0] < i:
+            module, (first, last) = ordered[index]
+            while stack and stack[-1][1] <= first:
+                stack.pop()
+            stack.append((module, last))
+            index += 1
+        while stack and stack[-1][1] <= i:
+            stack.pop()
+        result[i] = stack[-1][0] if stack else ""
+    return result

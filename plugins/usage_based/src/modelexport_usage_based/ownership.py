@@ -16,7 +16,7 @@ from modelexport_core.tags import common_ancestor
 
 from .assignment import min_cost_assignment
 from .data_flow import DataGraph
-from .order import seed_spans, within_span
+from .order import innermost_spans, seed_spans, within_span
 from .seeds import ParameterUsers
 
 SEARCH_DISTANCE = 16
@@ -68,7 +68,7 @@ def resolve_owners(
                     changed = True
             pending = [i for i in pending if i not in resolved]
 
-    spans = seed_spans(resolved)
+    around = innermost_spans(pending, seed_spans(resolved))
     # an owner whose node reading this very tensor is known would need a second call to read it again
     read_already = {(module, users.tensors.get(i)) for i, module in resolved.items()}
     groups: dict[frozenset[str], list[int]] = defaultdict(list)
@@ -79,7 +79,7 @@ def resolve_owners(
         whole_calls = owners <= torch_layers
         scores = {i: _neighbour_scores(i, owners, data, resolved, whole_calls) for i in readers}
         for i in readers:  # a node written amid the parameter nodes of one call belongs to a module inside it
-            inside = within_span(i, owners, spans)
+            inside = within_span(i, owners, around)
             for owner in owners:
                 if owner not in inside:
                     scores[i][owner] -= OUTSIDE_SPAN_COST
