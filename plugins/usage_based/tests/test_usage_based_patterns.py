@@ -16,9 +16,8 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional
-from usage_based_support import Measured, measure_context
+from usage_based_support import assert_every_recorded_node, measure_case
 
-from modelexport_core import make_context
 
 WIDTH = 8
 
@@ -294,15 +293,6 @@ CASES = {
 }
 
 
-def _measure(name: str, directory) -> Measured:
-    build, inputs = CASES[name]
-    torch.manual_seed(0)
-    model = build().eval()
-    return measure_context(make_context(model, inputs()), name, directory)
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_every_recorded_node_gets_the_recorded_module(name, tmp_path):
-    measured = _measure(name, tmp_path)
-    assert measured.tag_agreement() == 1.0, measured.disagreements()
-    assert measured.contamination() == []
+    assert_every_recorded_node(measure_case(CASES, name, tmp_path))

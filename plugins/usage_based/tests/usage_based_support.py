@@ -95,3 +95,18 @@ def measure_dynamo(name: str, directory: Path) -> Measured:
     onnx_model = onnx.load(str(path))
     result = UsageBasedStrategy().tag_onnx(ctx, onnx_model)
     return Measured(ctx, onnx_model, result, reference.dynamo_node_modules(onnx_model))
+
+
+def measure_case(cases: dict, name: str, directory: Path) -> Measured:
+    """usage_based's own export of one small pattern model (``cases[name]``: its class and a maker of its inputs)."""
+    build, inputs = cases[name]
+    torch.manual_seed(0)
+    model = build().eval()
+    return measure_context(make_context(model, inputs()), name, directory)
+
+
+def assert_every_recorded_node(measured: Measured) -> None:
+    """Every node PyTorch recorded gets the recorded module's tag, and none goes to a sibling layer."""
+    assert measured.tag_agreement() == 1.0, measured.disagreements()
+    assert measured.contamination() == []
+
