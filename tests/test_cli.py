@@ -161,8 +161,9 @@ def test_compare_sets_each_strategy_against_a_plain_export_in_processes_of_their
     assert row["plain_peak_mb"] > 100
 
 
-def test_tag_an_onnx_file_exported_elsewhere(tmp_path):
-    import onnx
+@pytest.fixture(scope="module")
+def plain_torchscript_bert(tmp_path_factory):
+    """A BERT file a user exported with the TorchScript exporter, through a wrapper of their own (keyword inputs)."""
     import torch
 
     from modelexport_core.context import make_context
@@ -171,17 +172,44 @@ def test_tag_an_onnx_file_exported_elsewhere(tmp_path):
 
     loaded = load_model("preset:bert")
     ctx = make_context(loaded.model, inputs_from_config(loaded.model))
-    plain = tmp_path / "plain.onnx"
+    plain = tmp_path_factory.mktemp("plain") / "plain.onnx"
     torch.onnx.export(ctx.module, ctx.args, str(plain), input_names=ctx.input_names, output_names=ctx.output_names,
                       opset_version=17, dynamo=False)
+    return plain, [name for name, _ in ctx.module.named_modules()]
+
+
+def test_tag_reads_the_scopes_a_torchscript_file_carries(plain_torchscript_bert, tmp_path):
+    import onnx
+
+    from modelexport_core.models import load_model
+    from modelexport_core.reference import torchscript_node_modules
+    from modelexport_core.tags import HierarchyTags
+
+    plain, wrapped_names = plain_torchscript_bert
     result = runner.invoke(app, ["tag", str(plain), "--model", "preset:bert", "-o", str(tmp_path / "tagged.onnx"), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert summary["strategy"] == "usage_based" and summary["coverage"] == 1.0
+    assert summary["strategy"] == "records" and summary["coverage"] == 1.0
     tagged = onnx.load(str(tmp_path / "tagged.onnx"))
     assert [n.name for n in tagged.graph.node] == [n.name for n in onnx.load(str(plain)).graph.node]
-    assert all(any(p.key == "modelexport.tag" for p in n.metadata_props) for n in tagged.graph.node)
-    assert (tmp_path / "tagged.hierarchy.json").is_file()
+    # every scoped node carries exactly the tag of the module PyTorch recorded for it
+    tags = HierarchyTags.from_model(load_model("preset:bert").model)
+    recorded = torchscript_node_modules(onnx.load(str(plain)), wrapped_names)
+    written = {n.name: next(p.value for p in n.metadata_props if p.key == "modelexport.tag") for n in tagged.graph.node}
+    judged = {name: module for name, module in recorded.items() if module is not None}
+    assert len(judged) > 100
+    assert {name: written[name] for name in judged} == {name: tags.tag_of(module) for name, module in judged.items()}
+    document = json.loads((tmp_path / "tagged.hierarchy.json").read_text())
+    assert document["details"]["source"] == "torchscript"
+
+
+def test_tag_infers_with_a_named_strategy(plain_torchscript_bert, tmp_path):
+    plain, _ = plain_torchscript_bert
+    result = runner.invoke(app, ["tag", str(plain), "--model", "preset:bert", "-o", str(tmp_path / "tagged.onnx"),
+                                 "-s", "usage_based", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["strategy"] == "usage_based" and summary["coverage"] == 1.0
 
 
 def test_tag_refuses_a_strategy_that_needs_its_own_export(tmp_path, tagged_bert):

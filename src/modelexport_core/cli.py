@@ -163,6 +163,10 @@ def _print_report(report, as_json: bool, verbose: bool = False) -> None:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_row("output", f"{report.onnx_path}  (+ {report.sidecar_path.name})")
     table.add_row("strategy", report.strategy + (f"  (tried {', '.join(attempted)})" if len(attempted) > 1 else ""))
+    records = report.sidecar.get("details", {}) if report.strategy == "records" else {}
+    if records:
+        table.add_row("records", f"{records['description']}: {records['recorded_nodes']} nodes read, "
+                                 f"{records['unrecorded_nodes']} without a record given their neighbours' module")
     table.add_row("nodes", f"{report.node_count}, {report.coverage:.0%} tagged with {report.tag_count} distinct tags")
     table.add_row("modules", str(report.module_count))
     if report.verification is not None and report.verification.skipped:
@@ -297,7 +301,10 @@ def tag(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="The PyTorch model it was exported from (as for export)"),
     source: Optional[Path] = typer.Option(None, "--from", help="The tagged file ONNX_FILE was made from (optimized, quantized, simplified)"),
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the tagged copy"),
-    strategy: Optional[str] = typer.Option("usage_based", "--strategy", "-s", help="Strategies to try in order (with --model)"),
+    strategy: Optional[str] = typer.Option(
+        None, "--strategy", "-s",
+        help="Strategies to try in order (with --model); default: the file's own module records where whole, "
+             "else every strategy that can tag an existing file"),
     torch_module: bool = typer.Option(False, "--torch-module", help="Keep torch.nn modules in tags"),
     input_specs: Optional[Path] = typer.Option(None, "--input-specs", help="JSON file of input names, shapes, dtypes"),
     doc_string: bool = typer.Option(False, "--doc-string", help="Also write the JSON hierarchy into each node's doc_string"),

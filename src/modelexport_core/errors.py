@@ -68,3 +68,10 @@ class UnknownModuleError(ModelExportError):
 
 class ToolRunError(ModelExportError):
     """onnxruntime could not run a file a tool made or was given."""
+
+
+class ModelMismatchError(ModelExportError):
+    """An ONNX file given to ``tag --model`` was not exported from that model (other weights, another model).
+
+    A strategy raises it when the file's evidence says so; the chain stops there, since no other
+    strategy can tag a file with modules it was not made from."""

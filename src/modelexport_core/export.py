@@ -15,6 +15,7 @@ from .context import make_context
 from .errors import (
     AllStrategiesFailedError,
     ModelExportError,
+    ModelMismatchError,
     OutputPathError,
     StrategyOptionError,
     VerificationError,
@@ -26,6 +27,7 @@ from .models import LoadedModel
 from .onnx_file import check_graph, load_graph, save_graph
 from .options import resolve_options
 from .plugins import StrategyInfo, get_strategies, get_strategy
+from .records import RECORDS_STRATEGY, read_records, records_result
 from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
 from .strategy import ExportContext, StrategyFailed, StrategyUnavailable, TaggingResult
 from .source_paths import strip_source_paths
@@ -462,7 +464,12 @@ def tag_existing(
     onnx_file: Path, loaded: LoadedModel, output: Path, options: ExportOptions | None = None,
     progress: Progress = _quiet,
 ) -> ExportReport:
-    """Tag an ONNX file exported elsewhere with a strategy that reads graph and parameters only."""
+    """Tag an ONNX file exported elsewhere.
+
+    With no strategy named, the module records the file already carries (``records``) are used
+    where they are whole; otherwise, and when strategies are named, strategies that read the graph
+    and the parameters only are tried in turn.
+    """
     import onnx
 
     options = options or ExportOptions()
@@ -482,18 +489,39 @@ def tag_existing(
         raise OutputPathError(f"{onnx_file} is not a readable ONNX file: {first_line(error)}") from error
     workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=output.parent))
     run = ExportRun(loaded, ctx, tags, options, output, workdir, progress)
+
+    def tag_copy(strategy: str, result: TaggingResult) -> TaggedFile:
+        onnx_path = workdir / output.name
+        _copy_external_data(source, onnx_file.parent, workdir, output.name)
+        onnx.save(source, str(onnx_path))
+        return _tag_file(run, strategy, result, onnx_path, rename=False)
+
     try:
         attempts: list[Attempt] = []
+        if not options.strategies:
+            progress("reading the file's own module records")
+            records = read_records(source, [name for name, _ in loaded.model.named_modules()])
+            if records is not None:
+                attempt_started = time.perf_counter()
+                tagged = tag_copy(RECORDS_STRATEGY, records_result(records))
+                attempts.append(Attempt(RECORDS_STRATEGY, "ok", seconds=round(time.perf_counter() - attempt_started, 3)))
+                return _publish(run, tagged, attempts, started)
+            attempts.append(Attempt(RECORDS_STRATEGY, "unavailable",
+                                    "the file carries no whole module records (its nodes renamed or rebuilt); inferring"))
+            chain = sorted((info for info in chain if info.can_tag_existing), key=lambda info: (-info.tag_priority, info.name))
+            if not chain:
+                raise AllStrategiesFailedError(
+                    "the file carries no whole module records and no installed strategy can tag an existing file; "
+                    "install one such as modelexport-usage-based")
         for info in chain:
             progress(f"tagging with {info.name}")
             attempt_started = time.perf_counter()
             strategy_ctx = replace(ctx, options=resolve_options(info.strategy, options.strategy_options.get(info.name, {})))
             try:
                 result = info.strategy().tag_onnx(strategy_ctx, with_weights)
-                onnx_path = workdir / output.name
-                _copy_external_data(source, onnx_file.parent, workdir, output.name)
-                onnx.save(source, str(onnx_path))
-                tagged = _tag_file(run, info.name, result, onnx_path, rename=False)
+                tagged = tag_copy(info.name, result)
+            except ModelMismatchError:
+                raise
             except Exception as error:
                 attempts.append(_failed_attempt(info.name, error, round(time.perf_counter() - attempt_started, 3)))
                 continue

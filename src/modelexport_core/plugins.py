@@ -37,6 +37,12 @@ class StrategyInfo:
         return self.strategy.priority
 
     @property
+    def tag_priority(self) -> int:
+        """Order among strategies that tag an existing file, highest first."""
+        declared = self.strategy.tag_priority
+        return self.priority if declared is None else declared
+
+    @property
     def can_tag_existing(self) -> bool:
         """Whether the strategy tags ONNX files exported elsewhere (``modelexport tag``)."""
         return self.strategy.tag_onnx is not TaggingStrategy.tag_onnx

@@ -141,6 +141,9 @@ class TaggingStrategy(ABC):
     """Unique lowercase name, used with ``--strategy``."""
     priority: ClassVar[int] = 0
     """Higher is tried first when the user names no strategy."""
+    tag_priority: ClassVar[int | None] = None
+    """Order among strategies tagging an existing file (``modelexport tag`` without ``-s``) where it
+    differs from :attr:`priority`; only strategies that implement :meth:`tag_onnx` are tried there."""
     description: ClassVar[str] = ""
     requires: ClassVar[str] = ""
     """What the strategy needs of a model or of the environment, in a sentence."""

@@ -134,7 +134,7 @@ class HTPStrategy(TaggingStrategy):
     def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
         """Tag an export made elsewhere: the projection needs only the graph and the example inputs."""
         self.check(ctx)
-        return self._tag(ctx, onnx_model, _exporter_guess(onnx_model))
+        return self._tag(_with_file_input_names(ctx, onnx_model), onnx_model, _exporter_guess(onnx_model))
 
     def _tag(
         self, ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, source: Path | None = None
@@ -164,6 +164,18 @@ class HTPStrategy(TaggingStrategy):
         node_modules, also, how = tag_nodes(onnx_model, projection, trace, values)
         details = _details(ctx, trace, projection, how, exporter)
         return TaggingResult(node_modules=node_modules, exporter=exporter, also=also, details=details)
+
+
+def _with_file_input_names(ctx: ExportContext, onnx_model: "onnx.ModelProto") -> ExportContext:
+    """The context feeding the file's own inputs: a file exported elsewhere names them its own way
+    (``input.1``); they follow the model's arguments in order."""
+    from dataclasses import replace
+
+    initializers = {tensor.name for tensor in onnx_model.graph.initializer}
+    names = [value.name for value in onnx_model.graph.input if value.name not in initializers]
+    if set(names) == set(ctx.input_names) or len(names) != len(ctx.input_names):
+        return ctx
+    return replace(ctx, input_names=names)
 
 
 def _exporter_guess(onnx_model: "onnx.ModelProto") -> str:

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from modelexport_core.errors import ModelMismatchError
 from modelexport_core.exporters import export_torchscript
 from modelexport_core.graph import GraphIndex, fill_missing_modules
 from modelexport_core.strategy import (
     ExportContext,
-    StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
 )
@@ -41,6 +41,9 @@ class UsageBasedStrategy(TaggingStrategy):
 
     name = "usage_based"
     priority = 50
+    # first among the strategies tagging a file made elsewhere: it refuses a file whose weights are not the
+    # model's, and it reads the file as it is (htp runs it in onnxruntime on the model's example inputs)
+    tag_priority = 150
     description = (
         "Nodes reading a parameter get its owning module; the others take tags through the graph, "
         "never outside the deepest module that holds parameter nodes on both sides of them"
@@ -68,13 +71,13 @@ class UsageBasedStrategy(TaggingStrategy):
         parameters = ParameterIndex(ctx.model)
         users = find_parameter_users(graph, parameters, read)
         if not users.candidates and next(ctx.model.parameters(), None) is not None:
-            raise StrategyUnavailable(
+            raise ModelMismatchError(
                 "no tensor of the graph equals a parameter of the model (another model, other weights or dtype?)"
             )
         distinctive = parameters.distinctive_values()
         found = users.covered & distinctive
         if distinctive and len(found) < MIN_WEIGHTS_FOUND * len(distinctive):
-            raise StrategyUnavailable(
+            raise ModelMismatchError(
                 f"only {len(found)} of the {len(distinctive)} weight tensors of {type(ctx.model).__name__} appear in "
                 "the graph: it was exported from another model or other weights"
             )
