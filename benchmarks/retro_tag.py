@@ -8,6 +8,7 @@ wrote into the node names (``modelexport_core.reference.torchscript_node_modules
 measures usage_based's own export of the model with ``compare_strategies``.
 
     .venv/bin/python benchmarks/retro_tag.py [--own] [--only resnet,lstm_tagger] [--json out.json]
+                                             [--strategy usage_based|htp|records] [--rename]
 
 Figures: ``module`` is the share of scoped nodes given exactly the recorded module, ``tag`` the share
 given the same hierarchy tag (torch.nn modules folded into their parents, as the CLI writes them),
@@ -68,13 +69,31 @@ def plain_export(model, inputs, path: Path) -> None:
         torch.onnx.export(ctx.module, ctx.args, str(path), input_names=ctx.input_names, dynamo=False)
 
 
-def measure_tag(name: str, folder: Path) -> Row:
+def _tagger(strategy: str):
+    """``tag(ctx, onnx_model) -> node_modules`` for a strategy name, or for ``records`` (tag without ``-s``)."""
+    if strategy == "records":
+        from modelexport_core.records import read_records
+        from modelexport_core.strategy import StrategyUnavailable
+
+        def from_records(ctx, onnx_model):
+            records = read_records(onnx_model, [name for name, _ in ctx.model.named_modules()])
+            if records is None:
+                raise StrategyUnavailable("the file carries no whole module records")
+            return records.node_modules
+        return from_records
+    from modelexport_core.plugins import get_strategy
+
+    strategy_class = get_strategy(strategy).strategy
+    return lambda ctx, onnx_model: strategy_class().tag_onnx(ctx, onnx_model).node_modules
+
+
+def measure_tag(name: str, folder: Path, strategy: str = "usage_based", rename: bool = False) -> Row:
     import onnx
 
     from modelexport_core import HierarchyTags, make_context, reference
+    from modelexport_core.graph import fill_missing_modules
     from modelexport_core.strategy import StrategyUnavailable
     from modelexport_core.testing import sibling_contamination
-    from modelexport_usage_based.strategy import UsageBasedStrategy
 
     row = Row(name)
     model, inputs = zoo.build(name, 2)
@@ -82,20 +101,25 @@ def measure_tag(name: str, folder: Path) -> Row:
     plain_export(model, inputs, path)
     onnx_model = onnx.load(str(path))
     ctx = make_context(model, inputs)
+    names = [qualname for qualname, _ in ctx.module.named_modules()]
+    recorded = {n: m for n, m in reference.torchscript_node_modules(onnx_model, names).items() if m is not None}
+    if rename:  # a file whose node names were replaced: the records are gone, the references stay by position
+        position = {node.name: f"n{i}" for i, node in enumerate(onnx_model.graph.node)}
+        for node in onnx_model.graph.node:
+            node.name = position[node.name]
+        recorded = {position[n]: m for n, m in recorded.items()}
     started = time.perf_counter()
     try:
-        result = UsageBasedStrategy().tag_onnx(ctx, onnx_model)
+        node_modules = fill_missing_modules(onnx_model.graph, _tagger(strategy)(ctx, onnx_model))
     except StrategyUnavailable as error:
         row.status, row.reason = "refused", str(error)
         return row
     row.seconds = round(time.perf_counter() - started, 2)
-    names = [qualname for qualname, _ in ctx.module.named_modules()]
-    recorded = {n: m for n, m in reference.torchscript_node_modules(onnx_model, names).items() if m is not None}
     tags = HierarchyTags.from_model(model)
     row.nodes = len(onnx_model.graph.node)
-    row.module = sum(result.node_modules[n] == m for n, m in recorded.items()) / len(recorded)
-    row.tag = sum(tags.tag_of(result.node_modules[n]) == tags.tag_of(m) for n, m in recorded.items()) / len(recorded)
-    row.contaminated = len(sibling_contamination(result.node_modules, recorded))
+    row.module = sum(node_modules[n] == m for n, m in recorded.items()) / len(recorded)
+    row.tag = sum(tags.tag_of(node_modules[n]) == tags.tag_of(m) for n, m in recorded.items()) / len(recorded)
+    row.contaminated = len(sibling_contamination(node_modules, recorded))
     return row
 
 
@@ -119,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated zoo names (default: the tag target's models)")
     parser.add_argument("--own", action="store_true", help="also measure usage_based's own export")
+    parser.add_argument("--strategy", default="usage_based",
+                        help="usage_based, htp, or records (what `tag` without -s reads from the file)")
+    parser.add_argument("--rename", action="store_true", help="replace every node name (n0, n1, ...) before tagging")
     parser.add_argument("--json", type=Path, help="write the rows here")
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or RETRO_MODELS
@@ -127,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
             try:
-                row = measure_tag(name, Path(folder))
+                row = measure_tag(name, Path(folder), args.strategy, args.rename)
             except Exception as error:  # one broken model must not stop the table
                 row = Row(name, "failed", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
             if args.own:
