@@ -147,6 +147,10 @@ def test_compare_measures_each_strategy_against_pytorch():
     assert rows["builtin_tracking"]["agreement"] == 1.0 and rows["builtin_tracking"]["coverage"] == 1.0
     assert rows["builtin_tracking"]["contaminated"] == 0
     assert rows["usage_based"]["status"] == "ok" and 0 < rows["usage_based"]["agreement"] <= 1
+    # how much of each strategy's tagging is PyTorch's own record and how much inferred
+    assert rows["builtin_tracking"]["evidence"]["record"] > 0.8
+    assert "record" not in rows["usage_based"]["evidence"] and rows["usage_based"]["evidence"]["parameter"] > 0
+    assert sum(rows["usage_based"]["evidence"].values()) == pytest.approx(1.0, abs=1e-3)
 
 
 def test_compare_sets_each_strategy_against_a_plain_export_in_processes_of_their_own():

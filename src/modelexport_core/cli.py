@@ -387,14 +387,14 @@ def compare(
             return
         table = Table(title=f"Strategies on {model}: tags against PyTorch's own records")
         costs = any(r.time_ratio is not None for r in results)
-        columns = ["strategy", "exporter", "nodes", "coverage", "agreement", "sibling errors", "time"]
+        columns = ["strategy", "exporter", "nodes", "coverage", "agreement", "sibling errors", "inferred", "time"]
         columns += ["x plain time", "peak MB", "x plain memory"] if costs else []
         for column in columns:
             table.add_column(column, justify="left" if column in ("strategy", "exporter") else "right")
         for r in results:
             if r.status != "ok":
-                table.add_row(r.strategy, "[red]failed[/]", "", "", "", "", f"{r.seconds:.1f} s",
-                              *([""] * (len(columns) - 7)))
+                table.add_row(r.strategy, "[red]failed[/]", "", "", "", "", "", f"{r.seconds:.1f} s",
+                              *([""] * (len(columns) - 8)))
                 continue
             agreement = "n/a" if r.agreement is None else f"{r.agreement:.1%} of {r.reference_nodes}"
             cost_cells = []
@@ -403,7 +403,7 @@ def compare(
                               f"{r.peak_mb:.0f}" if r.peak_mb is not None else "",
                               f"{r.memory_ratio:.2f}" if r.memory_ratio is not None else ""]
             table.add_row(r.strategy, r.exporter, str(r.nodes), f"{r.coverage:.0%}", agreement,
-                          str(r.contaminated), f"{r.seconds:.1f} s", *cost_cells)
+                          str(r.contaminated), f"{1 - r.evidence.get('record', 0.0):.0%}", f"{r.seconds:.1f} s", *cost_cells)
         console.print(table)
         for r in results:
             if r.status != "ok":
@@ -419,7 +419,8 @@ def inspect(
     """Show the hierarchy of tags in a tagged ONNX file, with the node count of each module."""
     from rich.tree import Tree
 
-    from .inspect_tags import TagNode, tag_tree
+    from .compare import format_evidence
+    from .inspect_tags import TagNode, recorded_evidence, tag_tree
 
     with _user_errors():
         if not onnx_file.is_file():
@@ -437,8 +438,9 @@ def inspect(
                     "op_types": dict(node.op_types.most_common()),
                     "children": [as_dict(child) for child in node.children.values()]}
 
+        evidence = recorded_evidence(onnx_file)
         if as_json:
-            print(json.dumps({"nodes": node_count, "untagged": untagged, "tree": as_dict(root)}))
+            print(json.dumps({"nodes": node_count, "untagged": untagged, "evidence": evidence, "tree": as_dict(root)}))
             return
 
         def label(node: TagNode) -> str:
@@ -457,6 +459,8 @@ def inspect(
         grow(tree, root, 1)
         console.print(tree)
         console.print(f"{node_count} nodes, {node_count - untagged} tagged ({(node_count - untagged) / max(node_count, 1):.0%})")
+        if evidence:
+            console.print(f"decided by {format_evidence(evidence)}", highlight=False)
 
 
 @app.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import Counter
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -137,6 +138,18 @@ def node_tags_from_result(
     return node_tags
 
 
+def node_evidence(model: "onnx.ModelProto", result: TaggingResult) -> dict[str, str]:
+    """How each node's module was decided: the strategy's word, ``neighbours`` where the core filled it in."""
+    evidence = {}
+    for i, node in enumerate(model.graph.node):
+        key = node_key(node, i)
+        if key not in result.node_modules:
+            evidence[key] = "neighbours"
+        else:
+            evidence[key] = result.evidence.get(key, "unstated")
+    return evidence
+
+
 @dataclass
 class ExportRun:
     """What every attempt of one export shares: the model, its tags, the options and where to write."""
@@ -161,6 +174,7 @@ class TaggedFile:
     model: "onnx.ModelProto"  # the graph, without its weights
     node_tags: dict[str, NodeTag]
     verification: Verification | None = None
+    evidence: dict[str, str] = field(default_factory=dict)
 
 
 class AttemptFailed(Exception):
@@ -180,6 +194,8 @@ def _sidecar_document(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt
         entry: dict[str, Any] = {"tag": tag.tag, "module": tag.module, "op_type": node.op_type}
         if tag.also:
             entry["also"] = list(tag.also)
+        if key in tagged.evidence:
+            entry["by"] = tagged.evidence[key]
         nodes[key] = entry
     modules = {
         qualname: {"tag": tags.tag_of(qualname), "class": record.class_name, "kept": qualname == tags.kept_module(qualname)}
@@ -199,6 +215,7 @@ def _sidecar_document(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt
         "opset": next((o.version for o in tagged.model.opset_import if o.domain in ("", "ai.onnx")), None),
         "dynamic_axes": {name: {str(k): v for k, v in axes.items()} for name, axes in ctx.dynamic_axes.items()},
         "notes": list(ctx.notes),
+        "evidence": dict(Counter(tagged.evidence.values()).most_common()),
         "torch_modules_kept": options.keep_torch_modules,
         "doc_string": options.doc_string,
         "viewer_keys": options.viewer_keys,
@@ -311,11 +328,14 @@ def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: P
     model = load_graph(onnx_path)
     node_modules = result.node_modules
     also = result.also
+    evidence = result.evidence
     if rename:
         renamed = strip_wrapper_names(model.graph)
         node_modules = {renamed.get(name, name): module for name, module in node_modules.items()}
         also = {renamed.get(name, name): modules for name, modules in also.items()}
-    node_tags = node_tags_from_result(model, replace(result, node_modules=node_modules, also=also), run.tags)
+        evidence = {renamed.get(name, name): kind for name, kind in evidence.items()}
+    result = replace(result, node_modules=node_modules, also=also, evidence=evidence)
+    node_tags = node_tags_from_result(model, result, run.tags)
     write_tags(model, node_tags, doc_string=run.options.doc_string, strategy=strategy,
                viewer_keys=run.options.viewer_keys)
     if run.options.strip_source_paths:
@@ -327,7 +347,7 @@ def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: P
     rewritten = onnx_path.with_name(f".{onnx_path.name}.tagged")
     save_graph(model, onnx_path, rewritten)
     os.replace(rewritten, onnx_path)
-    return TaggedFile(strategy, result, ctx, onnx_path, model, node_tags)
+    return TaggedFile(strategy, result, ctx, onnx_path, model, node_tags, evidence=node_evidence(model, result))
 
 
 def _verify(run: ExportRun, tagged: TaggedFile) -> None:

@@ -53,3 +53,20 @@ def tag_tree(onnx_path: Path) -> tuple[TagNode, int, int]:
             current.op_types.update(by_tag[tag])
     root = next(iter(roots.values())) if len(roots) == 1 else TagNode("", children=roots)
     return root, len(model.graph.node), untagged
+
+
+def recorded_evidence(onnx_path: Path) -> dict[str, float] | None:
+    """The share of nodes each kind of evidence decided, from the sidecar beside the file; None without one."""
+    import json
+
+    from .sidecar import sidecar_path
+
+    path = sidecar_path(onnx_path)
+    try:
+        counts = json.loads(path.read_text()).get("export", {}).get("evidence")
+    except (OSError, ValueError):
+        return None
+    if not counts:
+        return None
+    total = sum(counts.values()) or 1
+    return {kind: round(count / total, 4) for kind, count in counts.items()}

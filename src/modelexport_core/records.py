@@ -74,7 +74,8 @@ def records_result(records: FileRecords) -> TaggingResult:
         "unrecorded_nodes": records.unrecorded,
         "unrecorded_computing_nodes": records.computing_unrecorded,
     }
-    return TaggingResult(node_modules=dict(records.node_modules), exporter=records.source, details=details)
+    return TaggingResult(node_modules=dict(records.node_modules), exporter=records.source, details=details,
+                         evidence=dict.fromkeys(records.node_modules, "record"))
 
 
 def read_records(model: "onnx.ModelProto", module_names: Iterable[str]) -> FileRecords | None:

@@ -109,6 +109,17 @@ class ExportContext:
         return replace(self, args=args, dynamic_axes=axes, notes=self.notes + tuple(notes))
 
 
+EVIDENCE = {
+    "record": "the exporter's own record of the module that ran the op (FX module stack, tracer scope, name scope)",
+    "parameter": "the node reads a parameter of the module",
+    "value": "its output holds the values a recorded call of the module returned",
+    "propagation": "carried along the data flow from tagged nodes, within the bounds of their modules",
+    "neighbours": "the module its producers and consumers agree on",
+}
+"""The kinds of evidence a strategy names for a node (``TaggingResult.evidence``); the first is PyTorch's
+own account, the others are inferred."""
+
+
 @dataclass
 class TaggingResult:
     """What a strategy found: the module of the user's model behind each ONNX node.
@@ -128,6 +139,9 @@ class TaggingResult:
     also: dict[str, list[str]] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     context: ExportContext | None = None
+    evidence: dict[str, str] = field(default_factory=dict)
+    """How each node's module was decided, by node name: one of :data:`EVIDENCE` or a word of the
+    strategy's own. Nodes left out of ``node_modules`` are filled from their neighbours by the core."""
 
 
 class TaggingStrategy(ABC):

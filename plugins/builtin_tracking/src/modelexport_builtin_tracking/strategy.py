@@ -48,12 +48,14 @@ class BuiltinTrackingStrategy(TaggingStrategy):
         parameter_names = {name for name, _ in ctx.module.named_parameters(remove_duplicate=False)}
         parameter_names |= {name for name, _ in ctx.module.named_buffers(remove_duplicate=False)}
         node_modules: dict[str, str] = {}
+        scoped_keys: set[str] = set()
         sources: Counter[str] = Counter()
         for i, node in enumerate(model.graph.node):
             key = node_key(node, i)
             scoped = scopes.get(node.name)
             if scoped is not None:
                 node_modules[key] = ctx.model_qualname(scoped)
+                scoped_keys.add(key)
                 sources["tracer_scope"] += 1
                 continue
             owners = [
@@ -66,8 +68,11 @@ class BuiltinTrackingStrategy(TaggingStrategy):
                 sources["parameter_owner"] += 1
         filled = fill_missing_modules(model.graph, node_modules)
         sources["neighbours"] = len(filled) - len(node_modules)
+        evidence = {key: "neighbours" for key in filled if key not in node_modules}
+        evidence.update({key: "record" if key in scoped_keys else "parameter" for key in node_modules})
         return TaggingResult(
             node_modules=filled,
+            evidence=evidence,
             exporter="torchscript",
             details={"node_sources": dict(sources)},
         )

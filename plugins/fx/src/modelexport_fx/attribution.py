@@ -128,6 +128,7 @@ class Attribution:
 
     node_modules: dict[str, str]
     sources: Counter = field(default_factory=Counter)
+    evidence: dict[str, str] = field(default_factory=dict)
 
 
 def attribute_nodes(
@@ -153,7 +154,8 @@ def attribute_nodes(
             found[key] = ctx.model_qualname(module)
     complete = fill_missing_modules(onnx_model.graph, found)
     sources["neighbours"] = len(complete) - len(found)
-    return Attribution(complete, sources)
+    evidence = {key: "record" if key in found else "neighbours" for key in complete}
+    return Attribution(complete, sources, evidence)
 
 
 def known_module_names(module: "torch.nn.Module") -> set[str]:

@@ -122,6 +122,7 @@ class FxStrategy(TaggingStrategy):
         attribution = attribute_nodes(onnx_model, fx_modules, ctx, known)
         return TaggingResult(
             node_modules=attribution.node_modules,
+            evidence=attribution.evidence,
             exporter="dynamo",
             context=captured_ctx if pinned else None,
             details={

@@ -163,7 +163,19 @@ class HTPStrategy(TaggingStrategy):
         projection = project(onnx_model, values, trace, read_initializers(onnx_model, trace, reader))
         node_modules, also, how = tag_nodes(onnx_model, projection, trace, values)
         details = _details(ctx, trace, projection, how, exporter)
-        return TaggingResult(node_modules=node_modules, exporter=exporter, also=also, details=details)
+        evidence = {key: _EVIDENCE.get(kind, kind) for key, kind in how.items()}
+        return TaggingResult(node_modules=node_modules, exporter=exporter, also=also, details=details, evidence=evidence)
+
+
+_EVIDENCE = {
+    "matched": "value",
+    "parameter owner": "parameter",
+    "consumer": "consumers",
+    "first consumer": "consumers",
+    "common consumer": "consumers",
+    "shape element": "shape read",
+}
+"""htp's ways of tagging a node (``fill.tag_nodes``) as the core's evidence kinds, where one fits."""
 
 
 def _with_file_input_names(ctx: ExportContext, onnx_model: "onnx.ModelProto") -> ExportContext:

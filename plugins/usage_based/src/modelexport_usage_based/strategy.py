@@ -100,8 +100,12 @@ class UsageBasedStrategy(TaggingStrategy):
         )
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         node_modules = fill_missing_modules(graph, tagged)
+        evidence = {key: "neighbours" for key in node_modules if key not in tagged}
+        evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
+                         for i, module in propagation.modules.items()})
         return TaggingResult(
             node_modules=node_modules,
+            evidence=evidence,
             exporter=_exporter_of(onnx_model),
             also={index.keys[i]: others for i, others in propagation.also.items()},
             details={
