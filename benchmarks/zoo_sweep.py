@@ -121,7 +121,7 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
     from modelexport_core.context import make_context
     from modelexport_core.errors import ModelExportError
     from modelexport_core.export import ExportOptions, export_model
-    from modelexport_core.exporters import first_line
+    from modelexport_core.errors import first_line
     from modelexport_core.tags import HierarchyTags
     from modelexport_core.writer import NodeTag
 

@@ -72,3 +72,88 @@ def test_default_tags_hold_no_torch_nn_class(preset, tmp_path):
     report = export_model(loaded, tmp_path / "m.onnx", ExportOptions(strategies=["builtin_tracking"], verify=False))
     segments = {s.split(".")[0] for tag in read_tags(onnx.load(str(report.onnx_path))).values() for s in tag.split("/")[1:]}
     assert torch_classes and not segments & torch_classes
+
+
+def _imports(path: Path, module: str, is_package: bool, modules: set[str]) -> set[str]:
+    """Modules of ``modules`` that ``path`` imports anywhere (inside functions too), except under ``if TYPE_CHECKING:``."""
+    import ast
+
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:  # ``from . import x`` names module x; ``from .x import y`` module x
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return found & modules - {module}
+
+
+def _import_graph(root: Path) -> dict[str, set[str]]:
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return {name: _imports(path, name, path.name == "__init__.py", set(modules)) for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def strong(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                strong(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            strong(node)
+    return cycles
+
+
+@pytest.mark.parametrize("root", [REPO / "src" / "modelexport_core", *sorted((REPO / "plugins").glob("*/src/*"))],
+                         ids=lambda root: root.name)
+def test_no_import_cycle_at_any_level(root):
+    """No module imports one that imports it back, at module level or inside a function (type-only imports aside)."""
+    assert _cycles(_import_graph(root)) == []
+
+
+def test_the_import_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import thing\n")
+    (package / "b.py").write_text("def thing():\n    from .a import x\n")
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\n")
+    assert _cycles(_import_graph(package)) == [["pkg.a", "pkg.b"]]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .api import export_module
 from .context import make_context
 from .errors import ModelExportError
@@ -18,6 +16,7 @@ from .strategy import (
     TaggingStrategy,
 )
 from .tags import HierarchyTags
+from .version import __version__
 
 
 __all__ = [

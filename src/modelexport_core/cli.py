@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import AllStrategiesFailedError, ModelExportError
-from .exporters import first_line
+from .errors import first_line
 from .plugins import PluginLoadWarning
 
 app = typer.Typer(

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import __version__
 from .context import make_context
 from .errors import (
     AllStrategiesFailedError,
@@ -21,7 +20,7 @@ from .errors import (
     StrategyOptionError,
     VerificationError,
 )
-from .exporters import first_line, full_text
+from .errors import first_line, full_text
 from .graph import fill_missing_modules, node_key, strip_wrapper_names
 from .inputs import inputs_from_config, inputs_from_tokenizer, merge_input_specs, read_input_specs
 from .models import LoadedModel
@@ -34,6 +33,7 @@ from .strategy import ExportContext, StrategyFailed, StrategyUnavailable, Taggin
 from .source_paths import strip_source_paths
 from .tags import HierarchyTags
 from .verify import Verification, verify
+from .version import __version__
 from .wrapper import export_settings
 from .writer import NodeTag, write_tags
 

@@ -3,33 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import warnings
 from pathlib import Path
 from typing import Iterator
 
+from .errors import first_line, full_text
 from .strategy import ExportContext, StrategyFailed
 
+__all__ = ["TORCHSCRIPT_DEFAULT_OPSET", "export_torchscript", "failure", "first_line", "full_text"]
+
 TORCHSCRIPT_DEFAULT_OPSET = 17
-
-
-_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def first_line(error: BaseException) -> str:
-    """An exception as one line: its first line of text (without terminal colours), or its type."""
-    text = _TERMINAL_CODES.sub("", str(error)).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
-def full_text(error: BaseException) -> str:
-    """An exception's whole message, the exceptions it came from first, without terminal colours."""
-    chain = []
-    current: BaseException | None = error
-    while current is not None and len(chain) < 5:
-        chain.append(f"{type(current).__name__}: {_TERMINAL_CODES.sub('', str(current)).strip()}")
-        current = current.__cause__ or current.__context__
-    return "\n".join(reversed(chain))
 
 
 def failure(message: str, error: BaseException, log: str = "") -> StrategyFailed:

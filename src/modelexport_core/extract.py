@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .boundary import module_boundary
 from .errors import OnnxFileError, OutputPathError
-from .exporters import first_line
+from .errors import first_line
 from .tagged import TaggedFile, load_external_tensors, load_tagged
 
 if TYPE_CHECKING:

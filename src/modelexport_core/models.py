@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .errors import ModelLoadError
-from .exporters import first_line
+from .errors import first_line
 from .presets import PRESETS, build_preset
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .boundary import module_boundary
 from .errors import ToolRunError
-from .exporters import first_line
+from .errors import first_line
 from .tagged import TaggedFile, load_tagged
 
 if TYPE_CHECKING:

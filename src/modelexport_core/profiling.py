@@ -18,7 +18,7 @@ from typing import Any
 
 from .derived import derive_tags
 from .errors import ToolRunError
-from .exporters import first_line
+from .errors import first_line
 from .run_inputs import generated_inputs
 from .tagged import TaggedFile, load_graph, load_tagged
 

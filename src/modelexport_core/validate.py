@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .exporters import first_line
+from .errors import first_line
 from .graph import node_key
 from .sidecar import sidecar_path, validate_sidecar
 from .tagged import load_tagged

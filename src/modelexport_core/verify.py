@@ -152,7 +152,7 @@ def _pytorch_outputs(ctx: "ExportContext", args: tuple) -> tuple[str, list]:
     """The model's outputs in PyTorch on ``args`` (the guessed second shape), or why it fails on them."""
     import torch
 
-    from .exporters import first_line
+    from .errors import first_line
 
     try:
         with torch.no_grad():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from .exporters import first_line
+from .errors import first_line
 
 if TYPE_CHECKING:
     import torch

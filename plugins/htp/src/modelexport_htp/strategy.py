@@ -22,7 +22,8 @@ from modelexport_core import (
     TaggingStrategy,
 )
 
-from modelexport_core.exporters import export_torchscript, first_line
+from modelexport_core.errors import first_line
+from modelexport_core.exporters import export_torchscript
 
 if TYPE_CHECKING:
     import numpy as np
