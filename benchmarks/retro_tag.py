@@ -9,6 +9,7 @@ measures usage_based's own export of the model with ``compare_strategies``.
 
     .venv/bin/python benchmarks/retro_tag.py [--own] [--only resnet,lstm_tagger] [--json out.json]
                                              [--strategy usage_based|htp|records] [--rename]
+                                             [--exporter torchscript|dynamo]
 
 Figures: ``module`` is the share of scoped nodes given exactly the recorded module, ``tag`` the share
 given the same hierarchy tag (torch.nn modules folded into their parents, as the CLI writes them),
@@ -57,16 +58,20 @@ class Row:
     seconds: float = 0.0
 
 
-def plain_export(model, inputs, path: Path) -> None:
-    """A default TorchScript export, through the core's wrapper (transformers forwards are keyword-first)."""
+def plain_export(model, inputs, path: Path, exporter: str = "torchscript") -> None:
+    """A default export: TorchScript through the core's wrapper (transformers forwards are keyword-first), or
+    dynamo of the model itself with keyword inputs."""
     import torch
 
     from modelexport_core import make_context
 
     ctx = make_context(model, inputs)
-    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        torch.onnx.export(ctx.module, ctx.args, str(path), input_names=ctx.input_names, dynamo=False)
+        if exporter == "dynamo":
+            torch.onnx.export(model, (), str(path), kwargs=dict(inputs), dynamo=True)
+        else:
+            torch.onnx.export(ctx.module, ctx.args, str(path), input_names=ctx.input_names, dynamo=False)
 
 
 def _tagger(strategy: str):
@@ -87,7 +92,8 @@ def _tagger(strategy: str):
     return lambda ctx, onnx_model: strategy_class().tag_onnx(ctx, onnx_model).node_modules
 
 
-def measure_tag(name: str, folder: Path, strategy: str = "usage_based", rename: bool = False) -> Row:
+def measure_tag(name: str, folder: Path, strategy: str = "usage_based", rename: bool = False,
+                exporter: str = "torchscript") -> Row:
     import onnx
 
     from modelexport_core import HierarchyTags, make_context, reference
@@ -98,11 +104,12 @@ def measure_tag(name: str, folder: Path, strategy: str = "usage_based", rename: 
     row = Row(name)
     model, inputs = zoo.build(name, 2)
     path = folder / f"{name}.onnx"
-    plain_export(model, inputs, path)
+    plain_export(model, inputs, path, exporter)
     onnx_model = onnx.load(str(path))
     ctx = make_context(model, inputs)
     names = [qualname for qualname, _ in ctx.module.named_modules()]
-    recorded = {n: m for n, m in reference.torchscript_node_modules(onnx_model, names).items() if m is not None}
+    recorded = {n: m for n, m in (reference.dynamo_node_modules(onnx_model, wrapped=False) if exporter == "dynamo"
+                                  else reference.torchscript_node_modules(onnx_model, names)).items() if m is not None}
     if rename:  # a file whose node names were replaced: the records are gone, the references stay by position
         position = {node.name: f"n{i}" for i, node in enumerate(onnx_model.graph.node)}
         for node in onnx_model.graph.node:
@@ -146,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", default="usage_based",
                         help="usage_based, htp, or records (what `tag` without -s reads from the file)")
     parser.add_argument("--rename", action="store_true", help="replace every node name (n0, n1, ...) before tagging")
+    parser.add_argument("--exporter", default="torchscript", choices=["torchscript", "dynamo"],
+                        help="the plain export to tag (dynamo: the model itself, keyword inputs)")
     parser.add_argument("--json", type=Path, help="write the rows here")
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or RETRO_MODELS
@@ -154,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
             try:
-                row = measure_tag(name, Path(folder), args.strategy, args.rename)
+                row = measure_tag(name, Path(folder), args.strategy, args.rename, args.exporter)
             except Exception as error:  # one broken model must not stop the table
                 row = Row(name, "failed", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
             if args.own:

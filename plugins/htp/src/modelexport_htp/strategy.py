@@ -22,6 +22,8 @@ from modelexport_core import (
     TaggingStrategy,
 )
 
+from modelexport_core.containment import EVIDENCE_KIND as CONTAINMENT
+from modelexport_core.containment import hold_call_containment
 from modelexport_core.errors import first_line
 from modelexport_core.exporters import export_torchscript
 
@@ -163,8 +165,13 @@ class HTPStrategy(TaggingStrategy):
 
         projection = project(onnx_model, values, trace, read_initializers(onnx_model, trace, reader))
         node_modules, also, how = tag_nodes(onnx_model, projection, trace, values)
+        reused = [name for name, count in Counter(trace.execution_trace).items() if count > 1]
+        held = hold_call_containment(onnx_model.graph, node_modules, reused)
+        node_modules = held.node_modules
         details = _details(ctx, trace, projection, how, exporter)
+        details["containment_moved"] = len(held.moved)
         evidence = {key: _EVIDENCE.get(kind, kind) for key, kind in how.items()}
+        evidence.update(dict.fromkeys(held.moved, CONTAINMENT))
         return TaggingResult(node_modules=node_modules, exporter=exporter, also=also, details=details, evidence=evidence)
 
 

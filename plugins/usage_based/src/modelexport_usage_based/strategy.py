@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from modelexport_core.containment import EVIDENCE_KIND as CONTAINMENT
+from modelexport_core.containment import hold_call_containment
 from modelexport_core.errors import ModelMismatchError
 from modelexport_core.exporters import export_torchscript
 from modelexport_core.graph import GraphIndex, fill_missing_modules
@@ -24,6 +26,7 @@ from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
 from .graph_values import ArrayReader
 from .helper_sizes import helper_exports
 from .module_tree import ModuleTree
+from .order import reused_modules
 from .ownership import resolve_owners
 from .parameters import ParameterIndex
 from .propagation import propagate
@@ -86,11 +89,12 @@ class UsageBasedStrategy(TaggingStrategy):
         readers_of = [index.node_consumers(graph, i) for i in range(len(graph.node))]
         module_order = {name: position for position, name in enumerate(tree.names)}
         seeds = resolve_owners(users, data, readers_of, module_order, tree.torch_classes)
+        calls = call_numbers(users, seeds, data)
         propagation = propagate(
             graph,
             index,
             seeds,
-            call_numbers(users, seeds, data),
+            calls,
             kinds,
             data,
             tree,
@@ -99,10 +103,12 @@ class UsageBasedStrategy(TaggingStrategy):
             helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model)),
         )
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
-        node_modules = fill_missing_modules(graph, tagged)
+        held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused_modules(seeds, calls))
+        node_modules = held.node_modules
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
                          for i, module in propagation.modules.items()})
+        evidence.update(dict.fromkeys(held.moved, CONTAINMENT))
         return TaggingResult(
             node_modules=node_modules,
             evidence=evidence,
@@ -112,6 +118,7 @@ class UsageBasedStrategy(TaggingStrategy):
                 "seeded_nodes": len(seeds),
                 "ambiguous_seeds": sum(1 for owners in users.candidates.values() if len(owners.modules) > 1),
                 "filled_nodes": len(node_modules) - len(tagged),
+                "containment_moved": len(held.moved),
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )

@@ -1,0 +1,60 @@
+"""The invariant every inferring strategy holds before it writes: a node between two parts of one call is in it.
+
+A module called once runs as one stretch of time. A node whose producers and consumers all ran
+inside that call ran between them, so inside the call too: its module is that module or one of
+its descendants. Exporters do not move a node out of such a stretch (a value merged with an equal
+one of another module has that module's consumers too). A tag breaking the rule is a defect of
+the inference, never a tag to write: the node is given the deepest module its neighbours share,
+and the defect is counted so the sidecar says how often the inference needed the guard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Collection
+
+from .graph import GraphIndex
+from .tags import common_ancestor, is_ancestor
+
+if TYPE_CHECKING:
+    import onnx
+
+EVIDENCE_KIND = "containment"
+"""The evidence a node held to the invariant is recorded with (``TaggingResult.evidence``)."""
+
+
+@dataclass
+class Containment:
+    """Module of every node after the check, and the nodes it had to move (name: the module it had)."""
+
+    node_modules: dict[str, str]
+    moved: dict[str, str] = field(default_factory=dict)
+
+
+def hold_call_containment(
+    graph: "onnx.GraphProto", node_modules: dict[str, str], called_more_than_once: Collection[str]
+) -> Containment:
+    """Give every node whose producers and consumers all ran inside one call of a module that module (or keep
+    a deeper one of its own).
+
+    ``node_modules`` holds every node by name; ``called_more_than_once`` the modules whose calls the
+    rule cannot tell apart (a reused module, and its descendants). Nodes are visited in graph order,
+    so a node moved early counts as a neighbour of the later ones.
+    """
+    index = GraphIndex.of(graph)
+    keys = index.keys
+    modules = dict(node_modules)
+    moved: dict[str, str] = {}
+    reused = tuple(called_more_than_once)
+    for i, key in enumerate(keys):
+        producers = index.node_producers(graph, i)
+        consumers = index.node_consumers(graph, i)
+        if not producers or not consumers:
+            continue
+        around = common_ancestor(modules[keys[j]] for j in (*producers, *consumers))
+        if not around or any(is_ancestor(name, around) for name in reused if name):
+            continue
+        if not is_ancestor(around, modules[key]):
+            moved[key] = modules[key]
+            modules[key] = around
+    return Containment(modules, moved)
