@@ -7,6 +7,9 @@ from onnx import TensorProto, helper
 from modelexport_core.containment import hold_call_containment
 
 
+RAN = {"layer.0", "layer.0.mlp", "layer.0.mlp.fc", "layer.1", "shared", "shared.fc", "head"}
+
+
 def _chain(length: int):
     """x -> n0 -> n1 -> ... : each node reads the one before it."""
     nodes = [helper.make_node("Relu", ["x" if i == 0 else f"v{i - 1}"], [f"v{i}"], name=f"n{i}") for i in range(length)]
@@ -16,7 +19,7 @@ def _chain(length: int):
 
 def test_a_node_between_two_parts_of_one_call_is_put_inside_it():
     graph = _chain(4)
-    held = hold_call_containment(graph, {"n0": "layer.0", "n1": "layer.0.mlp", "n2": "layer.1", "n3": "layer.0.mlp"}, [])
+    held = hold_call_containment(graph, {"n0": "layer.0", "n1": "layer.0.mlp", "n2": "layer.1", "n3": "layer.0.mlp"}, [], RAN)
     # n2 read layer.0.mlp's value and was read inside layer.0.mlp: it ran in layer.0.mlp's call, not layer.1's
     assert held.node_modules["n2"] == "layer.0.mlp" and held.moved == {"n2": "layer.1"}
 
@@ -24,12 +27,19 @@ def test_a_node_between_two_parts_of_one_call_is_put_inside_it():
 def test_a_deeper_module_of_the_call_and_the_ends_of_the_graph_are_kept():
     graph = _chain(4)
     tags = {"n0": "layer.1", "n1": "layer.0.mlp.fc", "n2": "layer.0", "n3": "layer.0"}
-    held = hold_call_containment(graph, tags, [])
+    held = hold_call_containment(graph, tags, [], RAN)
     assert held.node_modules == tags and held.moved == {}  # n1 is inside layer.0; n0 and n3 have one side only
 
 
 def test_calls_of_a_reused_module_are_not_told_apart():
     graph = _chain(3)
     tags = {"n0": "shared.fc", "n1": "head", "n2": "shared.fc"}
-    assert hold_call_containment(graph, tags, ["shared"]).moved == {}
-    assert hold_call_containment(graph, tags, []).node_modules["n1"] == "shared.fc"
+    assert hold_call_containment(graph, tags, ["shared"], RAN).moved == {}
+    assert hold_call_containment(graph, tags, [], RAN).node_modules["n1"] == "shared.fc"
+
+
+def test_nodes_between_the_elements_of_a_container_are_left_to_the_caller():
+    graph = _chain(3)
+    # blocks is a list of layers: it never runs, so the root's work between blocks.0 and blocks.1 stays the root's
+    tags = {"n0": "blocks.0", "n1": "", "n2": "blocks.1"}
+    assert hold_call_containment(graph, tags, [], {"blocks.0", "blocks.1"}).moved == {}

@@ -32,26 +32,32 @@ class Containment:
 
 
 def hold_call_containment(
-    graph: "onnx.GraphProto", node_modules: dict[str, str], called_more_than_once: Collection[str]
+    graph: "onnx.GraphProto", node_modules: dict[str, str], called_more_than_once: Collection[str],
+    called: Collection[str],
 ) -> Containment:
     """Give every node whose producers and consumers all ran inside one call of a module that module (or keep
     a deeper one of its own).
 
     ``node_modules`` holds every node by name; ``called_more_than_once`` the modules whose calls the
-    rule cannot tell apart (a reused module, and its descendants). Nodes are visited in graph order,
-    so a node moved early counts as a neighbour of the later ones.
+    rule cannot tell apart (a reused module, and its descendants); ``called`` the modules that run at
+    all: a container (a list of layers) never does, so nodes between two of its elements are its
+    caller's business and the rule looks at the nearest ancestor that ran. Nodes are visited in graph
+    order, so a node moved early counts as a neighbour of the later ones.
     """
     index = GraphIndex.of(graph)
     keys = index.keys
     modules = dict(node_modules)
     moved: dict[str, str] = {}
     reused = tuple(called_more_than_once)
+    ran = set(called)
     for i, key in enumerate(keys):
         producers = index.node_producers(graph, i)
         consumers = index.node_consumers(graph, i)
         if not producers or not consumers:
             continue
         around = common_ancestor(modules[keys[j]] for j in (*producers, *consumers))
+        while around and around not in ran:
+            around = around.rpartition(".")[0]
         if not around or any(is_ancestor(name, around) for name in reused if name):
             continue
         if not is_ancestor(around, modules[key]):

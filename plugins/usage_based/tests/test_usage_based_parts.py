@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelexport_core import get_strategy, make_context
-from modelexport_core.strategy import StrategyFailed, StrategyUnavailable
+from modelexport_core.strategy import StrategyFailed
+from modelexport_core.errors import ModelMismatchError
 from modelexport_usage_based.assignment import min_cost_assignment
 from modelexport_usage_based.module_tree import ModuleTree
 from modelexport_usage_based.parameters import ParameterIndex
@@ -107,9 +108,9 @@ def test_export_failure_is_reported_as_strategy_failed(tmp_path):
 
 
 def test_a_graph_of_another_model_is_declined(tmp_path):
-    """Without a single tensor equal to one of the model's parameters there is nothing to start from."""
+    """Without a single tensor equal to one of the model's parameters the file is another model's: the chain stops."""
     first = make_context(torch.nn.Linear(3, 4).eval(), {"x": torch.ones(2, 3)})
     UsageBasedStrategy().export(first, tmp_path / "first.onnx")
     other = make_context(torch.nn.Linear(3, 4).eval(), {"x": torch.ones(2, 3)})
-    with pytest.raises(StrategyUnavailable):
+    with pytest.raises(ModelMismatchError, match="no tensor of the graph equals a parameter"):
         UsageBasedStrategy().tag_onnx(other, onnx.load(str(tmp_path / "first.onnx")))

@@ -166,7 +166,7 @@ class HTPStrategy(TaggingStrategy):
         projection = project(onnx_model, values, trace, read_initializers(onnx_model, trace, reader))
         node_modules, also, how = tag_nodes(onnx_model, projection, trace, values)
         reused = [name for name, count in Counter(trace.execution_trace).items() if count > 1]
-        held = hold_call_containment(onnx_model.graph, node_modules, reused)
+        held = hold_call_containment(onnx_model.graph, node_modules, reused, set(trace.execution_trace))
         node_modules = held.node_modules
         details = _details(ctx, trace, projection, how, exporter)
         details["containment_moved"] = len(held.moved)

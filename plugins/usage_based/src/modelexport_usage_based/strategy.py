@@ -34,6 +34,7 @@ from .seeds import call_numbers, find_parameter_users
 
 if TYPE_CHECKING:
     import onnx
+    import torch
 
 MIN_WEIGHTS_FOUND = 0.5
 """Share of the model's non-constant weight tensors a graph must hold to be tagged as that model."""
@@ -103,7 +104,8 @@ class UsageBasedStrategy(TaggingStrategy):
             helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model)),
         )
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
-        held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused_modules(seeds, calls))
+        held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused_modules(seeds, calls),
+                                     called_modules(ctx.model))
         node_modules = held.node_modules
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
@@ -122,6 +124,13 @@ class UsageBasedStrategy(TaggingStrategy):
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
+
+
+def called_modules(model: "torch.nn.Module") -> set[str]:
+    """The modules that can run: every one with a forward of its own (a list or dict of layers has none)."""
+    import torch
+
+    return {name for name, module in model.named_modules() if type(module).forward is not torch.nn.Module.forward}
 
 
 def _opset_of(onnx_model: "onnx.ModelProto") -> int:
