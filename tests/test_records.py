@@ -145,7 +145,7 @@ def test_a_file_without_its_records_is_inferred_and_says_so(plain_files, tmp_pat
                                  "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert summary["strategy"] == "usage_based"
+    assert summary["strategy"] == "htp"  # the first strategy that tags a file made elsewhere
     assert summary["attempts"][0]["strategy"] == "records" and summary["attempts"][0]["status"] == "unavailable"
     assert "no whole module records" in result.stderr
     # the inferred tags still put each block's convolution in its own block

@@ -172,3 +172,20 @@ def test_falls_back_to_dynamo_when_torchscript_cannot_export(tmp_path):
     assert "erfcx" in result.details["exporter_fallback"][0]
     reference = dynamo_node_modules(onnx.load(str(tmp_path / "m.onnx")))
     assert result.node_modules == reference
+
+
+def test_a_file_of_other_weights_is_refused_as_another_models(tmp_path):
+    """tag_onnx holds the file to the model: same inputs, some output equal; a file of other weights stops the chain."""
+    from modelexport_core.errors import ModelMismatchError
+
+    torch.manual_seed(0)
+    first = make_context(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU()).eval(), {"x": torch.ones(2, 3)})
+    path = tmp_path / "first.onnx"
+    torch.onnx.export(first.module, first.args, str(path), input_names=["input.1"], dynamo=False)
+    from modelexport_htp.strategy import HTPStrategy
+
+    strategy = HTPStrategy()
+    assert set(strategy.tag_onnx(first, onnx.load(str(path))).node_modules.values()) >= {"0"}
+    other = make_context(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU()).eval(), {"x": torch.ones(2, 3)})
+    with pytest.raises(ModelMismatchError, match="outputs differ from Sequential's"):
+        strategy.tag_onnx(other, onnx.load(str(path)))

@@ -24,7 +24,7 @@ from modelexport_core import (
 
 from modelexport_core.containment import EVIDENCE_KIND as CONTAINMENT
 from modelexport_core.containment import hold_call_containment
-from modelexport_core.errors import first_line
+from modelexport_core.errors import ModelMismatchError, first_line
 from modelexport_core.exporters import export_torchscript
 
 if TYPE_CHECKING:
@@ -137,12 +137,15 @@ class HTPStrategy(TaggingStrategy):
     def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
         """Tag an export made elsewhere: the projection needs only the graph and the example inputs."""
         self.check(ctx)
-        return self._tag(_with_file_input_names(ctx, onnx_model), onnx_model, _exporter_guess(onnx_model))
+        ctx = _with_file_input_names(ctx, onnx_model)
+        return self._tag(ctx, onnx_model, _exporter_guess(onnx_model), outputs=[o.name for o in onnx_model.graph.output])
 
     def _tag(
-        self, ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, source: Path | None = None
+        self, ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, source: Path | None = None,
+        outputs: list[str] | None = None,
     ) -> TaggingResult:
-        """Trace, run the file in onnxruntime, project; ``source``: the file a weightless graph was read from."""
+        """Trace, run the file in onnxruntime, project; ``source``: the file a weightless graph was read from;
+        ``outputs``: the graph outputs of a file made elsewhere, held to the model's own outputs first."""
         from .fill import tag_nodes
         from .project import project, read_initializers
         from .trace import trace_execution
@@ -156,6 +159,8 @@ class HTPStrategy(TaggingStrategy):
             values = intermediate_values(onnx_model, ctx.input_names, ctx.args, source)
         except Exception as error:  # noqa: BLE001
             raise StrategyFailed(f"onnxruntime could not run the export: {_one_line(error)}") from error
+        if outputs is not None:
+            _check_same_function(ctx, [values.get(name) for name in outputs])
         reader = None
         if source is not None:
             from modelexport_core.onnx_file import tensor_value
@@ -184,6 +189,28 @@ _EVIDENCE = {
     "shape element": "shape read",
 }
 """htp's ways of tagging a node (``fill.tag_nodes``) as the core's evidence kinds, where one fits."""
+
+
+def _check_same_function(ctx: ExportContext, file_outputs: list[Any]) -> None:
+    """A file exported from the model computes what the model computes: on the same inputs, some float output
+    of the file equals one of the model's (another model's file, or other weights, matches none)."""
+    import numpy as np
+    import torch
+
+    with torch.no_grad():
+        expected = [t.detach().cpu().float().numpy() for t in ctx.module(*ctx.args) if t.is_floating_point()]
+    produced = [np.asarray(v, dtype=np.float32) for v in file_outputs
+                if v is not None and np.issubdtype(np.asarray(v).dtype, np.floating)]
+    if not expected or not produced:
+        return
+    for want in expected:
+        for got in produced:
+            if got.shape == want.shape and np.allclose(got, want, rtol=1e-3, atol=1e-4 + 1e-3 * float(np.abs(want).max(initial=0))):
+                return
+    raise ModelMismatchError(
+        f"the file's outputs differ from {type(ctx.model).__name__}'s on the same inputs"
+        " (another model, other weights or dtype?)"
+    )
 
 
 def _with_file_input_names(ctx: ExportContext, onnx_model: "onnx.ModelProto") -> ExportContext:

@@ -45,9 +45,6 @@ class UsageBasedStrategy(TaggingStrategy):
 
     name = "usage_based"
     priority = 50
-    # first among the strategies tagging a file made elsewhere: it refuses a file whose weights are not the
-    # model's, and it reads the file as it is (htp runs it in onnxruntime on the model's example inputs)
-    tag_priority = 150
     description = (
         "Nodes reading a parameter get its owning module; the others take tags through the graph, "
         "never outside the deepest module that holds parameter nodes on both sides of them"
