@@ -95,6 +95,31 @@ def test_module_tree_knows_containers_and_modules_that_make_no_nodes():
     assert tree.distance("stack.0", "0") == 2  # siblings once the container is skipped
 
 
+def test_an_in_place_activation_computes_something():
+    """ReLU(inplace=True) hands back its input object, changed: it is a helper, not a pass-through."""
+    tree = ModuleTree.of(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(inplace=True)).eval())
+    assert tree.pass_through == set() and tree.parameter_free_helpers("") == ["1"]
+
+
+def test_a_helper_applied_twice_per_call_is_counted():
+    from modelexport_usage_based.helper_sizes import helper_exports, module_call_counts
+
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(2, 2)
+            self.act = torch.nn.ReLU()
+
+        def forward(self, x):
+            return self.act(self.fc(self.act(x)))
+
+    model = torch.nn.Sequential(Twice(), Twice()).eval()
+    counts = module_call_counts(model, lambda: model(torch.ones(1, 2)))
+    assert counts["0"] == 1 and counts["0.act"] == 2
+    exports = helper_exports(model, ModuleTree.of(model), 17, counts)
+    assert exports["0.act"].per_call == 2 and exports["0.act"].ops_in_order == ("Relu",)
+
+
 class Unexportable(torch.nn.Module):
     def forward(self, x):
         return torch.special.erfcx(x)  # no TorchScript ONNX translation

@@ -5,8 +5,9 @@ an architecture): a norm whose weight the exporter folds into ``1 + weight``, a 
 from a buffer, post-norm layers with equal norm weights, a gate multiplying its input, pooling of
 the returned value in the root, ids computed from the inputs for one lookup, one block class
 with a residual in some instances only, a layer whose weight a parametrization computes, a
-layer norm equal to a batch norm folded away, and a convolution padding its input itself right
-after a block that added its residual.
+layer norm equal to a batch norm folded away, a convolution padding its input itself right
+after a block that added its residual, conv-norm-activation sequences (in-place activations, the
+norm folded away), and a block applying one activation module twice (before and after its residual).
 Every recorded node must get the module PyTorch recorded.
 """
 
@@ -276,6 +277,50 @@ class PaddedStack(nn.Module):
         return self.blocks(self.stem(pixels))
 
 
+class ConvNormActivation(nn.Sequential):
+    """A convolution, a norm the exporter folds into it, and an activation: the activation has parameter
+    nodes of other modules on both sides and belongs to the sequence."""
+
+    def __init__(self, inputs: int, outputs: int, activation: type[nn.Module]):
+        super().__init__(nn.Conv2d(inputs, outputs, 3, padding=1, bias=False), nn.BatchNorm2d(outputs),
+                         activation(inplace=True) if activation is nn.ReLU else activation())
+
+
+class ConvNormActivationNet(nn.Module):
+    def __init__(self, channels: int = 6):
+        super().__init__()
+        self.stem = ConvNormActivation(3, channels, nn.ReLU)
+        self.body = nn.Sequential(ConvNormActivation(channels, channels, nn.SiLU), ConvNormActivation(channels, channels, nn.Hardswish))
+        self.head = nn.Linear(channels, 3)
+
+    def forward(self, pixels):
+        return self.head(self.body(self.stem(pixels)).mean((2, 3)))
+
+
+class TwiceActivatedBlock(nn.Module):
+    """One ReLU module applied after the first convolution and again after the residual add."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        return self.relu(self.conv2(self.relu(self.conv1(x))) + x)
+
+
+class TwiceActivatedStack(nn.Module):
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, 1)
+        self.blocks = nn.Sequential(*(TwiceActivatedBlock(channels) for _ in range(3)))
+        self.head = nn.Conv2d(channels, 2, 1)
+
+    def forward(self, pixels):
+        return self.head(self.blocks(self.stem(pixels)))
+
+
 def _tokens() -> dict[str, torch.Tensor]:
     return {"ids": torch.tensor([[3, 5, 7, 0, 0], [1, 2, 3, 4, 0]])}
 
@@ -290,6 +335,8 @@ CASES = {
     "weight_norm": (NormedModel, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "folded_norm_twin": (ConvThenTokens, lambda: {"signal": torch.randn(2, 4, 4)}),
     "pad_after_residual": (PaddedStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
+    "conv_norm_activation": (ConvNormActivationNet, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
+    "activation_twice": (TwiceActivatedStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
 }
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .module_tree import ModuleTree
 
@@ -31,6 +31,8 @@ class HelperExport:
     """The data nodes a helper exports to on its own: how many, and which ops."""
 
     ops_in_order: tuple[str, ...]
+    per_call: int = 1
+    """How many times the helper runs in one call of its parent (a ReLU module a block applies twice: 2)."""
 
     @property
     def size(self) -> int:
@@ -41,16 +43,47 @@ class HelperExport:
         return frozenset(self.ops_in_order)
 
 
-def helper_exports(model: "torch.nn.Module", tree: ModuleTree, opset: int) -> dict[str, HelperExport]:
-    """What each parameter-free helper of the model exports to alone (those that export alone)."""
-    helpers = {helper for name in tree.names for helper in tree.parameter_free_helpers(name)}
+def helper_exports(
+    model: "torch.nn.Module", tree: ModuleTree, opset: int, call_counts: dict[str, int] | None = None
+) -> dict[str, HelperExport]:
+    """What each parameter-free helper of the model exports to alone (those that export alone).
+
+    ``call_counts``: how many times each module ran in one forward (``module_call_counts``); a helper
+    that ran more often than its parent runs that many times per call of it.
+    """
+    helpers = {helper: name for name in tree.names for helper in tree.parameter_free_helpers(name)}
+    counts = call_counts or {}
     found: dict[str, HelperExport] = {}
     for qualname, module in model.named_modules():
         if qualname in helpers:
             export = _cached_export(type(module), repr(module), opset, _Held(module))
             if export is not None:
-                found[qualname] = export
+                parent_calls = counts.get(helpers[qualname], 0)
+                per_call = counts.get(qualname, 0) // parent_calls if parent_calls else 1
+                found[qualname] = replace(export, per_call=max(per_call, 1))
     return found
+
+
+def module_call_counts(model: "torch.nn.Module", run: "Callable[[], object]") -> dict[str, int]:
+    """How many times each module of ``model`` (by qualified name) is called while ``run()`` runs; empty if it fails."""
+    import torch
+
+    counts: dict[str, int] = {}
+    handles = []
+    for qualname, module in model.named_modules():
+        def count(*_: object, name: str = qualname) -> None:
+            counts[name] = counts.get(name, 0) + 1
+
+        handles.append(module.register_forward_pre_hook(count))
+    try:
+        with torch.no_grad():
+            run()
+    except Exception:  # noqa: BLE001 - without counts every helper is taken to run once per call
+        return {}
+    finally:
+        for handle in handles:
+            handle.remove()
+    return counts
 
 
 class _Held:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
-from modelexport_core.tags import is_ancestor
+from modelexport_core.tags import is_ancestor, parent_qualname
 
 from .contexts import Placement
 from .data_flow import SHAPE_OPS, DataGraph, NodeKind, NodeKinds
@@ -217,7 +217,7 @@ def hand_to_helpers(
         )
         wrong = {
             (helper, source)
-            for (helper, _), (source, nodes) in stretches.items()
+            for (helper, _, _), (source, nodes) in stretches.items()
             if helper in exports and sorted(graph.node[i].op_type for i in nodes) != sorted(exports[helper].ops_in_order)
         }
         if not wrong:
@@ -238,20 +238,29 @@ def _claim_stretches(
     feeding_child: dict[str, str],
     tree: ModuleTree,
     refused: set[tuple[str, int]],
-) -> dict[tuple[str, int], tuple[int, list[int]]]:
+) -> dict[tuple[str, int, int], tuple[int, list[int]]]:
     """One pass of ``hand_to_helpers``: each helper call's source node and the nodes it was given."""
     modules = placement.modules
     stretch_source: dict[int, int] = {}
-    stretches: dict[tuple[str, int], tuple[int, list[int]]] = {}
+    stretches: dict[tuple[str, int, int], tuple[int, list[int]]] = {}
+    sources_of: dict[tuple[str, int], list[int]] = {}  # each helper call's stretches, at most as many as it runs
     # a stretch from the nearest earlier child first, then from any child or the module's own result
     for from_feeding_child in (True, False):
         for i in free:
-            owner = _helper_owner(modules[i], helper_of, feeding_child, tree) if from_feeding_child else modules[i]
+            op_type = graph.node[i].op_type
+            owner = (_helper_owner(modules[i], helper_of, feeding_child, tree, lambda h: _may_compute(op_type, h, exports))
+                     if from_feeding_child else modules[i])
+            # the deepest module applying a helper to its child's value (or, second, to its own result), where deeper
+            inner = _owner_from_source(i, data, modules, helper_of, feeding_child, own_result=not from_feeding_child)
+            if inner is not None and _may_compute(op_type, helper_of[inner], exports) and (
+                not _may_compute(op_type, helper_of.get(owner), exports) or is_ancestor(owner, inner)
+            ):
+                owner = inner
             helper = helper_of.get(owner)
             if helper is None or data.reads_graph_input[i] or configured[i]:
                 continue
             export = exports.get(helper)
-            if export is not None and graph.node[i].op_type not in export.ops:
+            if not _may_compute(graph.node[i].op_type, helper, exports):
                 continue
             if any(j in stretch_source and len(data.consumers[j]) > 1 for j in data.producers[i]):
                 continue  # a stretch value read twice was returned: the helper's call ended there
@@ -260,15 +269,20 @@ def _claim_stretches(
                 continue
             (source,) = sources
             source_module = modules.get(source, "")
-            if source in stretch_source or not is_ancestor(owner, source_module) or (helper, source) in refused:
-                continue
             child = feeding_child.get(owner)
+            # a stretch starts after another helper's only where that helper ran inside this one's feeding child
+            after_helper = source in stretch_source and not (child is not None and is_ancestor(child, source_module))
+            if after_helper or not is_ancestor(owner, source_module) or (helper, source) in refused:
+                continue
             if from_feeding_child and (child is None or not is_ancestor(child, source_module)):
                 continue
-            key = (helper, placement.call_of(source))
-            claimed_source, nodes = stretches.setdefault(key, (source, []))
-            if claimed_source != source:
-                continue
+            started = sources_of.setdefault((helper, placement.call_of(source)), [])
+            if source not in started:
+                if len(started) >= (export.per_call if export is not None else 1):
+                    continue
+                started.append(source)
+            key = (helper, placement.call_of(source), started.index(source))
+            _, nodes = stretches.setdefault(key, (source, []))
             if len(nodes) >= (export.size if export is not None else len(free)):
                 continue
             nodes.append(i)
@@ -441,21 +455,61 @@ def _piece_after(
     return piece, next(iter(targets))
 
 
-def _helper_owner(tag: str, helper_of: dict[str, str], feeding_child: dict[str, str], tree: ModuleTree) -> str:
+def _may_compute(op_type: str, helper: str | None, exports: dict[str, HelperExport]) -> bool:
+    """Whether ``helper`` can have made a node of ``op_type``: it exports to that op, or its export is unknown."""
+    if helper is None:
+        return False
+    export = exports.get(helper)
+    return export is None or op_type in export.ops
+
+
+def _owner_from_source(
+    i: int, data: DataGraph, modules: dict[int, str], helper_of: dict[str, str], feeding_child: dict[str, str],
+    own_result: bool = False,
+) -> str | None:
+    """The module whose helper may compute node ``i`` when its first guess lies above it.
+
+    A node reading one value (besides the helper's own nodes), computed in a feeding child of a module with a helper, may be that helper's:
+    the activation of a conv-norm-activation sequence whose norm was folded away has parameter nodes of
+    other modules on both sides and is first guessed at their common ancestor; with ``own_result``, the
+    module that computed the value itself (the activation after a residual add). The parents are walked, not
+    the callers: a sequence computes nothing itself but its children run inside its call. Only upwards: the
+    module found lies inside the node's first guess, never beside it.
+    """
+    helpers = set(helper_of.values())
+    sources = {modules.get(j, "") for j in data.producers[i]} - helpers  # a helper's own nodes lead to its source
+    if len(sources) != 1:
+        return None
+    (source_module,) = sources
+    if own_result and source_module in helper_of:  # a helper applied to the module's own result (after a residual add)
+        module: str | None = source_module
+        return module if module != modules[i] and is_ancestor(modules[i], source_module) else None
+    module = parent_qualname(source_module) if source_module else None
+    while module is not None:
+        child = feeding_child.get(module)
+        if module in helper_of and child is not None and is_ancestor(child, source_module):
+            return module if module != modules[i] and is_ancestor(modules[i], module) else None
+        module = parent_qualname(module) if module else None
+    return None
+
+
+def _helper_owner(
+    tag: str, helper_of: dict[str, str], feeding_child: dict[str, str], tree: ModuleTree, fits: Callable[[str], bool]
+) -> str:
     """The module whose helper may compute a node guessed at ``tag``: that module, or the one whose feeding child it lies in.
 
     A first guess continues in the child that computed a node's input, which may have
     returned already: the activation applied to a child's result is guessed inside the child.
+    Of those, the nearest whose helper ``fits`` the node (can make its op), the root included.
     """
-    if tag in helper_of:
-        return tag
-    module = tree.caller(tag) if tag else ""
-    while module:
+    candidates = [tag] if tag in helper_of else []
+    module = tree.caller(tag) if tag else None
+    while module is not None:
         child = feeding_child.get(module)
         if module in helper_of and child is not None and is_ancestor(child, tag):
-            return module
-        module = tree.caller(module)
-    return tag
+            candidates.append(module)
+        module = tree.caller(module) if module else None
+    return next((c for c in candidates if fits(helper_of[c])), candidates[0] if candidates else tag)
 
 
 def absorb_private_feeders(

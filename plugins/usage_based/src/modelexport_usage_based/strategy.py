@@ -24,7 +24,7 @@ from modelexport_core.strategy import (
 
 from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
 from .graph_values import ArrayReader
-from .helper_sizes import helper_exports
+from .helper_sizes import helper_exports, module_call_counts
 from .module_tree import ModuleTree
 from .order import reused_modules
 from .ownership import resolve_owners
@@ -98,7 +98,8 @@ class UsageBasedStrategy(TaggingStrategy):
             tree,
             users.static_values,
             *value_shapes_and_types(onnx_model),
-            helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model)),
+            helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model),
+                                   module_call_counts(ctx.model, lambda: ctx.module(*ctx.args))),
         )
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused_modules(seeds, calls),
