@@ -332,6 +332,7 @@
     if (first) first.scrollIntoView({ block: "nearest" });
   }
 
+  modules.forEach((m) => { if (m.error_enters) revealInTree(m.index); }); // where the error comes in is in view
   drawHeader();
   drawControls();
   drawChart();
