@@ -289,16 +289,7 @@ def _free_port() -> int:
 
 
 def test_view_without_the_extra_says_what_to_install(tagged_bert, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def without_model_explorer(name, *args, **kwargs):
-        if name == "model_explorer" or name.startswith("model_explorer"):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", without_model_explorer)
+    monkeypatch.setitem(sys.modules, "model_explorer", None)  # as if not installed: importing it fails
     result = runner.invoke(app, ["view", str(tagged_bert)])
     lines = [line for line in result.output.strip().splitlines() if line.strip()]
     assert result.exit_code != 0 and len(lines) == 1, result.output
@@ -306,35 +297,34 @@ def test_view_without_the_extra_says_what_to_install(tagged_bert, monkeypatch):
 
 
 @pytest.mark.browser
-def test_view_serves_the_module_groups(browser, tagged_bert, tmp_path):
+def test_view_serves_the_module_groups(browser, tagged_bert, report_html):
     pytest.importorskip("model_explorer", reason='Model Explorer is not installed (pip install "modelexport-core[viewer]")')
-    pytest.importorskip("model_explorer_onnx", reason='the ONNX adapter is not installed (pip install "modelexport-core[viewer]")')
-    port = _free_port()
+    pytest.importorskip("model_explorer_onnx", reason='its ONNX adapter is not installed (pip install "modelexport-core[viewer]")')
     server = subprocess.Popen(
-        [sys.executable, "-m", "modelexport_core.cli", "view", str(tagged_bert), "--overlay", "time",
-         "--port", str(port), "--no-browser"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", "modelexport_core.cli", "view", str(tagged_bert), "--overlay", "time", "--runs", "1",
+         "--port", str(_free_port()), "--no-browser"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        url = None
+        for line in server.stdout:  # Model Explorer prints its address once it serves
+            if line.startswith("http://"):
+                url = line.strip()
                 break
-            except OSError:
-                assert server.poll() is None, server.stdout.read()
-                time.sleep(0.5)
-        opened = Page(browser, f"http://127.0.0.1:{port}/?data={_view_url_data(tagged_bert)}")
-        with opened as page:
-            page.wait_for_selector("text=BertEncoder", timeout=60_000)
-            body = page.locator("body").inner_text()
-            assert "BertEmbeddings" in body and "BertEncoder" in body and "BertPooler" in body
+        assert url, "modelexport view exited without serving"
+        tags = {m["tag"] for m in report_data(report_html)["modules"]}
+        with Page(browser, url) as page:
+            page.wait_for_selector("text=layer count", timeout=60_000)
+            info = page.locator("body").inner_text()
+            assert "onnxruntime time per run" in info  # the overlay is loaded
+            # one group per module, under the adapter's own main_graph
+            assert re.search(r"layer count\s+(\d+)", info).group(1) == str(len(tags) + 1)
+            page.locator("input[placeholder*='Search nodes']").fill("BertSelfAttention")
+            page.wait_for_selector("text=BertLayer.1", timeout=30_000)
+            found = page.locator("body").inner_text()
+            # the matches are listed under their module path: BertModel / BertEncoder, then each BertLayer
+            assert "main_graph / BertModel / BertEncoder" in found
+            assert {"BertLayer.0", "BertLayer.1", "BertAttention"} <= set(found.split("\n"))
     finally:
         server.terminate()
-        server.wait(timeout=20)
-
-
-def _view_url_data(path: Path) -> str:
-    from modelexport_core.viewer import explorer_url_data
-
-    return explorer_url_data(path)
+        server.wait(timeout=30)

@@ -644,6 +644,41 @@ def report(
 
 
 @app.command()
+def view(
+    onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
+    overlay: Optional[str] = typer.Option(None, "--overlay", help="Colour the nodes by time (as `profile`) or error (as `numerics`, needs --model)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="The PyTorch model the file was exported from, for --overlay error"),
+    runs: int = typer.Option(10, "--runs", min=1, help="Timed runs for --overlay time"),
+    host: str = typer.Option("localhost", "--host", help="Host to serve on"),
+    port: int = typer.Option(8080, "--port", help="Port to serve on (8080: the first free one from 8080)"),
+    open_browser: bool = typer.Option(True, "--browser/--no-browser", help="Open the page in a browser"),
+) -> None:
+    """Open the file in Model Explorer: one collapsible group per module, nodes coloured by time or error."""
+    from .tagged import load_tagged
+    from .viewer import OVERLAYS, error_node_data, require_model_explorer, serve
+
+    with _user_errors():
+        require_model_explorer()
+        if overlay is not None and overlay not in OVERLAYS:
+            _fail(f"--overlay takes one of {', '.join(OVERLAYS)}, not {overlay!r}")
+        if overlay == "error" and model is None:
+            _fail("--overlay error compares with the PyTorch model: give it with --model MODEL")
+        tagged = load_tagged(onnx_file)
+        node_data = None
+        if overlay == "time":
+            from .profiling import node_data_document, profile_file
+
+            node_data = node_data_document(profile_file(onnx_file, runs))
+        elif overlay == "error":
+            from .models import load_model
+            from .numerics import compare_numerics
+
+            _quiet_libraries()
+            node_data = error_node_data(tagged, compare_numerics(load_model(model), onnx_file))
+        serve(onnx_file, node_data, host, port, open_browser)
+
+
+@app.command()
 def validate(
     onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON"),
