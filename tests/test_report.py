@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from modelexport_core.cli import app
 from modelexport_core.export import ExportOptions, export_model
 from modelexport_core.models import load_model
+from modelexport_core.presets import PRESETS
 
 MODEL = "preset:bert"
 CHROMIUM = os.environ.get("MODELEXPORT_CHROMIUM", "/usr/bin/chromium")
@@ -276,6 +277,25 @@ def test_report_with_error_marks_the_first_divergent_module(browser, tmp_path, t
         assert page.locator("#chart g.cell.enters").get_attribute("data-tag") == tag
         page.select_option("#measure", "error")
         assert page.locator("#header").inner_text().count("encoder.layer.1.intermediate") == 1
+    assert opened.errors == []
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_report_of_every_preset_opens_without_console_error(browser, tmp_path, preset):
+    path = tmp_path / f"{preset}.onnx"
+    export_model(load_model(f"preset:{preset}"), path, ExportOptions())
+    output = tmp_path / f"{preset}.html"
+    _invoke("report", str(path), "-o", str(output), "--profile", "--runs", "1", "--numerics", f"preset:{preset}")
+    data = report_data(output)
+    opened = open_report(browser, output)
+    with opened as page:
+        assert page.locator("#chart g.cell").count() >= 2
+        for key in ("nodes", "parameters", "bytes", "time", "error"):
+            page.select_option("#measure", key)
+        page.locator("#tree .tree-row .name").first.click()
+        assert page.locator("#node-table tbody tr").count() == min(300, data["header"]["tagged"])
     assert opened.errors == []
 
 
