@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -149,15 +150,22 @@ def _header(tagged: TaggedFile, node_count: int, untagged: int) -> ReportHeader:
     )
 
 
+def _natural(tag: str) -> list[str | int]:
+    """Sort key that puts BertLayer.2 before BertLayer.10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", tag)]
+
+
 def _walk(root: TagNode) -> list[tuple[TagNode, int]]:
-    """The tags depth-first, parents before children, each with its parent's position (-1 for the root)."""
+    """The tags depth-first, parents before children, each with its parent's position (-1 for the root);
+    siblings in natural order."""
     order: list[tuple[TagNode, int]] = []
     stack: list[tuple[TagNode, int]] = [(root, -1)]
     while stack:
         node, parent = stack.pop()
         order.append((node, parent))
         here = len(order) - 1
-        stack.extend((child, here) for child in reversed(list(node.children.values())))
+        children = sorted(node.children.values(), key=lambda child: _natural(child.tag), reverse=True)
+        stack.extend((child, here) for child in children)
     return order
 
 
