@@ -316,6 +316,20 @@ def test_view_without_the_extra_says_what_to_install(tagged_bert, monkeypatch):
     assert 'pip install "modelexport-core[viewer]"' in lines[0]
 
 
+def test_view_error_overlay_gives_each_node_its_module_error(tagged_bert):
+    from modelexport_core.numerics import compare_numerics
+    from modelexport_core.tagged import load_tagged
+    from modelexport_core.viewer import error_node_data
+
+    tagged = load_tagged(tagged_bert)
+    numbers = compare_numerics(load_model(MODEL), tagged_bert)
+    results = error_node_data(tagged, numbers)["results"]
+    assert set(results) == {node.name for node in tagged.graph.node}
+    rows = {row.module: row for row in numbers.modules}
+    for name in _cli_json("nodes", str(tagged_bert), "--module", "encoder.layer.1.attention.self"):
+        assert results[name]["value"] == rows["encoder.layer.1.attention.self"].max_abs, name
+
+
 @pytest.mark.browser
 def test_view_serves_the_module_groups(browser, tagged_bert, report_html):
     pytest.importorskip("model_explorer", reason='Model Explorer is not installed (pip install "modelexport-core[viewer]")')
