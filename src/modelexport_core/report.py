@@ -130,7 +130,9 @@ def _header(tagged: TaggedFile, node_count: int, untagged: int) -> ReportHeader:
     elif check.get("skipped"):
         verification = f"not verified: {check['skipped']}"
     else:
-        verification = (f"{'passed' if check.get('passed') else 'failed'}, max abs diff {check.get('max_abs_diff'):.2e} "
+        diff = check.get("max_abs_diff")
+        measured = f"max abs diff {diff:.2e}" if isinstance(diff, (int, float)) else f"max abs diff {diff}"
+        verification = (f"{'passed' if check.get('passed') else 'failed'}, {measured} "
                         f"(atol {check.get('atol')}) over {len(check.get('shapes', []))} input shape(s)")
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in tagged.model.opset_import)
     producer = " ".join(p for p in (tagged.model.producer_name, tagged.model.producer_version) if p)
