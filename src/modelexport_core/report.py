@@ -99,24 +99,23 @@ class HierarchyReport:
     nodes: list[NodeRow]
 
 
-_ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 14: 8, 15: 16, 16: 2,
-                  17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1}  # onnx.TensorProto.DataType -> bytes per element
+_ELEMENT_BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64, 14: 64, 15: 128,
+                 16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4}  # onnx.TensorProto.DataType -> bits
+
+
+def _size(dims, data_type: int) -> tuple[int, int]:
+    """Elements and bytes of a tensor of shape ``dims`` (4-bit types pack two to a byte)."""
+    elements = 1
+    for dim in dims:
+        elements *= dim
+    return elements, (elements * _ELEMENT_BITS.get(data_type, 32) + 7) // 8
 
 
 def _initializer_sizes(model: "onnx.ModelProto") -> dict[str, tuple[int, int]]:
-    """Initializer name -> (elements, bytes), from their dims: external weights need not be read."""
-    sizes = {}
-    for tensor in model.graph.initializer:
-        elements = 1
-        for dim in tensor.dims:
-            elements *= dim
-        element_bytes = _ELEMENT_BYTES.get(tensor.data_type, 4)
-        sizes[tensor.name] = (elements, elements * element_bytes if element_bytes >= 1 else elements // 2)
+    """Initializer name -> (elements, bytes), from their shapes and types: external weights need not be read."""
+    sizes = {tensor.name: _size(tensor.dims, tensor.data_type) for tensor in model.graph.initializer}
     for sparse in model.graph.sparse_initializer:
-        elements = 1
-        for dim in sparse.dims:
-            elements *= dim
-        sizes[sparse.values.name or sparse.indices.name] = (elements, elements * _ELEMENT_BYTES.get(sparse.values.data_type, 4))
+        sizes[sparse.values.name] = _size(sparse.dims, sparse.values.data_type)
     return sizes
 
 
