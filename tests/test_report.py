@@ -316,6 +316,14 @@ def test_view_without_the_extra_says_what_to_install(tagged_bert, monkeypatch):
     assert 'pip install "modelexport-core[viewer]"' in lines[0]
 
 
+def test_view_refuses_bad_overlays_in_one_line(tagged_bert):
+    for args, expected in ((["--overlay", "memory"], "--overlay takes one of time, error"),
+                           (["--overlay", "error"], "--model MODEL")):
+        result = runner.invoke(app, ["view", str(tagged_bert), *args])
+        lines = [line for line in result.output.strip().splitlines() if line.strip()]
+        assert result.exit_code != 0 and len(lines) == 1 and expected in lines[0], result.output
+
+
 def test_view_error_overlay_gives_each_node_its_module_error(tagged_bert):
     from modelexport_core.numerics import compare_numerics
     from modelexport_core.tagged import load_tagged

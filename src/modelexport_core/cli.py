@@ -658,11 +658,11 @@ def view(
     from .viewer import OVERLAYS, error_node_data, require_model_explorer, serve
 
     with _user_errors():
-        require_model_explorer()
         if overlay is not None and overlay not in OVERLAYS:
             _fail(f"--overlay takes one of {', '.join(OVERLAYS)}, not {overlay!r}")
         if overlay == "error" and model is None:
             _fail("--overlay error compares with the PyTorch model: give it with --model MODEL")
+        require_model_explorer()
         tagged = load_tagged(onnx_file)
         node_data = None
         if overlay == "time":

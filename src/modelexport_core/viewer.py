@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ModelExportError
+from .errors import ViewerNotInstalledError
 from .graph import node_key
 
 if TYPE_CHECKING:
@@ -21,10 +21,6 @@ if TYPE_CHECKING:
 INSTALL = 'pip install "modelexport-core[viewer]"'
 ONNX_ADAPTER = "model_explorer_onnx"
 OVERLAYS = ("time", "error")
-
-
-class ViewerNotInstalledError(ModelExportError):
-    """Model Explorer or its ONNX adapter is not installed."""
 
 
 def require_model_explorer() -> None:
