@@ -280,6 +280,32 @@ def test_report_with_error_marks_the_first_divergent_module(browser, tmp_path, t
     assert opened.errors == []
 
 
+@pytest.mark.browser
+def test_report_of_a_file_without_sidecar_from_the_benchmark(browser, tmp_path):
+    """The open-time benchmark's synthetic graph, small: no sidecar, 5,000 modules, a weight per leaf."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "report_open_time", Path(__file__).resolve().parent.parent / "benchmarks" / "report_open_time.py")
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    path = tmp_path / "synthetic.onnx"
+    benchmark.synthetic_tagged(10_000, path)
+    output = tmp_path / "synthetic.html"
+    _invoke("report", str(path), "-o", str(output))
+    data = report_data(output)
+    assert len(data["modules"]) == 1 + 100 + 1000 + 5000 and data["modules"][0]["total_nodes"] == 10_000
+    assert data["modules"][0]["total_parameters"] == 5000 * 64
+    opened = open_report(browser, output)
+    with opened as page:
+        assert "unknown (no sidecar)" in page.locator("#header").inner_text()
+        page.fill("#search", "blocks.7.parts.3.units.4")
+        page.wait_for_selector("#tree .tree-row.match")
+        page.locator("#tree .tree-row.match .name").click()
+        assert page.locator("#node-table tbody tr").count() == 2
+    assert opened.errors == []
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize("preset", sorted(PRESETS))
