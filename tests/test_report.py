@@ -236,6 +236,15 @@ def test_report_in_chromium(browser, report_html, tagged_bert):
         page.locator('#chart g.cell[data-tag="/BertModel/BertPooler"]').hover()
         assert "parameters" in page.locator("#tooltip").inner_text()
 
+        # clicking a box zooms the chart into it; the line above leads back up
+        page.locator('#chart g.cell[data-tag="/BertModel/BertEncoder"] rect').click()
+        assert page.locator("#breadcrumb a").all_inner_texts() == ["BertModel", "BertEncoder"]
+        zoomed = float(page.locator('#chart g.cell[data-tag="/BertModel/BertEncoder"] rect').get_attribute("width"))
+        assert zoomed == pytest.approx(full, rel=1e-6)
+        assert page.locator('#chart g.cell[data-tag="/BertModel/BertEmbeddings"]').count() == 0
+        page.locator("#breadcrumb a", has_text="BertModel").click()
+        assert page.locator('#chart g.cell[data-tag="/BertModel/BertEmbeddings"]').count() == 1
+
         # click a module: its nodes, in graph order, with op types and values
         page.locator('#tree .tree-row[data-module="encoder.layer.1.attention.self"] .name').click()
         expected = _cli_json("nodes", str(tagged_bert), "--module", "encoder.layer.1.attention.self")
