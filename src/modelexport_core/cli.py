@@ -602,6 +602,83 @@ def numerics(
 
 
 @app.command()
+def report(
+    onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
+    output: Path = typer.Option(..., "--output", "-o", help="Where to write the HTML report"),
+    with_profile: bool = typer.Option(False, "--profile", help="Add each module's time in onnxruntime (as `profile`)"),
+    runs: int = typer.Option(10, "--runs", min=1, help="Timed runs for --profile, after one warm-up"),
+    level: str = typer.Option("all", "--level", help="onnxruntime graph optimization for --profile"),
+    numerics_model: Optional[str] = typer.Option(None, "--numerics", help="Add each module's error against this "
+                                                 "PyTorch model (as `numerics MODEL`)"),
+    input_specs: Optional[Path] = typer.Option(None, "--input-specs", help="JSON file of input names, shapes, dtypes (--numerics)"),
+    atol: float = typer.Option(1e-4, "--atol", help="Absolute tolerance for --numerics"),
+    rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance for --numerics"),
+) -> None:
+    """Write one self-contained HTML page of the module hierarchy: tree, chart, figures and nodes per module."""
+    from .profiling import LEVELS, profile_file
+    from .progress import progress_display
+    from .report import build_report, write_report
+    from .tagged import load_tagged
+
+    with _user_errors():
+        if level not in LEVELS:
+            _fail(f"--level takes one of {', '.join(LEVELS)}, not {level!r}")
+        load_tagged(onnx_file)  # a missing or untagged file fails before any model loads
+        times = numbers = None
+        with progress_display(err_console) as progress:
+            if with_profile:
+                progress(f"profiling {onnx_file.name} in onnxruntime")
+                times = profile_file(onnx_file, runs, level)
+            if numerics_model is not None:
+                from .models import load_model
+                from .numerics import compare_numerics
+
+                _quiet_libraries()
+                progress(f"loading {numerics_model}")
+                loaded = load_model(numerics_model)
+                progress("running PyTorch and onnxruntime")
+                numbers = compare_numerics(loaded, onnx_file, input_specs=input_specs, atol=atol, rtol=rtol)
+            progress("writing the report")
+            written = write_report(build_report(onnx_file, times, numbers), output)
+        console.print(f"report  {written}  ({written.stat().st_size / 1e6:.1f} MB)", highlight=False)
+
+
+@app.command()
+def view(
+    onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
+    overlay: Optional[str] = typer.Option(None, "--overlay", help="Colour the nodes by time (as `profile`) or error (as `numerics`, needs --model)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="The PyTorch model the file was exported from, for --overlay error"),
+    runs: int = typer.Option(10, "--runs", min=1, help="Timed runs for --overlay time"),
+    host: str = typer.Option("localhost", "--host", help="Host to serve on"),
+    port: int = typer.Option(8080, "--port", help="Port to serve on (8080: the first free one from 8080)"),
+    open_browser: bool = typer.Option(True, "--browser/--no-browser", help="Open the page in a browser"),
+) -> None:
+    """Open the file in Model Explorer: one collapsible group per module, nodes coloured by time or error."""
+    from .tagged import load_tagged
+    from .viewer import OVERLAYS, error_node_data, require_model_explorer, serve
+
+    with _user_errors():
+        if overlay is not None and overlay not in OVERLAYS:
+            _fail(f"--overlay takes one of {', '.join(OVERLAYS)}, not {overlay!r}")
+        if overlay == "error" and model is None:
+            _fail("--overlay error compares with the PyTorch model: give it with --model MODEL")
+        require_model_explorer()
+        tagged = load_tagged(onnx_file)
+        node_data = None
+        if overlay == "time":
+            from .profiling import node_data_document, profile_file
+
+            node_data = node_data_document(profile_file(onnx_file, runs))
+        elif overlay == "error":
+            from .models import load_model
+            from .numerics import compare_numerics
+
+            _quiet_libraries()
+            node_data = error_node_data(tagged, compare_numerics(load_model(model), onnx_file))
+        serve(onnx_file, node_data, host, port, open_browser)
+
+
+@app.command()
 def validate(
     onnx_file: Path = typer.Argument(..., help="A tagged ONNX file"),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON"),

@@ -74,6 +74,10 @@ class StrategyOptionError(ModelExportError):
     """A ``-O strategy.option=value`` that names no option or has a bad value."""
 
 
+class ViewerNotInstalledError(ModelExportError):
+    """``modelexport view`` without Model Explorer or its ONNX adapter installed."""
+
+
 class OnnxFileError(ModelExportError):
     """An ONNX file given to a tool is missing or cannot be read."""
 

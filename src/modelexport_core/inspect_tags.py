@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .writer import TAG_KEY
+
+if TYPE_CHECKING:
+    import onnx
 
 
 @dataclass
@@ -30,7 +34,11 @@ def tag_tree(onnx_path: Path) -> tuple[TagNode, int, int]:
     """The tree of tags in a tagged ONNX file, its node count and how many nodes carry no tag."""
     from .onnx_file import load_graph
 
-    model = load_graph(onnx_path)
+    return tag_tree_of(load_graph(onnx_path))
+
+
+def tag_tree_of(model: "onnx.ModelProto") -> tuple[TagNode, int, int]:
+    """The tree of tags of a loaded model's top-level nodes, its node count and how many carry no tag."""
     by_tag: dict[str, Counter[str]] = defaultdict(Counter)
     untagged = 0
     for node in model.graph.node:

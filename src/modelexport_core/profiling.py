@@ -152,13 +152,13 @@ def profile_file(onnx_path: Path, runs: int = 10, level: str = "all", seed: int 
     )
 
 
-def write_node_data(report: ProfileReport, output: Path) -> None:
-    """Model Explorer's per-node data file (GraphNodeData JSON): milliseconds per node of the profiled file.
+def node_data_document(report: ProfileReport) -> dict[str, Any]:
+    """Model Explorer's per-node data (GraphNodeData JSON): milliseconds per node of the profiled file.
 
     Keys are node names of the file as written, which Model Explorer's ONNX adapter uses as node
     ids; a fused node's time is spread evenly over the nodes it replaced.
     """
-    document = {
+    return {
         "name": f"onnxruntime time per run (ms), optimization {report.level}",
         "results": {name: {"value": round(us / 1000.0, 6)} for name, us in sorted(report.original_node_us.items())},
         "gradient": [
@@ -167,6 +167,11 @@ def write_node_data(report: ProfileReport, output: Path) -> None:
             {"stop": 1, "bgColor": "#e0483e"},
         ],
     }
+
+
+def write_node_data(report: ProfileReport, output: Path) -> None:
+    """Write :func:`node_data_document` to ``output`` atomically."""
+    document = node_data_document(report)
     output = Path(output).expanduser()
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = output.with_name(f".{output.name}.tmp")
