@@ -7,7 +7,8 @@ the returned value in the root, ids computed from the inputs for one lookup, one
 with a residual in some instances only, a layer whose weight a parametrization computes, a
 layer norm equal to a batch norm folded away, a convolution padding its input itself right
 after a block that added its residual, conv-norm-activation sequences (in-place activations, the
-norm folded away), and a block applying one activation module twice (before and after its residual).
+norm folded away), a norm subclass applying its own activation once the norm is folded away, and a block applying
+one activation module twice (before and after its residual).
 Every recorded node must get the module PyTorch recorded.
 """
 
@@ -297,6 +298,31 @@ class ConvNormActivationNet(nn.Module):
         return self.head(self.body(self.stem(pixels)).mean((2, 3)))
 
 
+class NormThenActivation(nn.BatchNorm2d):
+    """A batch norm that also applies an activation of its own: folded into the convolution before it, the
+    norm leaves only its activation's nodes, which read that convolution's result."""
+
+    def __init__(self, channels: int, activation: type[nn.Module]):
+        super().__init__(channels)
+        self.act = activation()
+
+    def forward(self, x):
+        return self.act(super().forward(x))
+
+
+class NormActivationNet(nn.Module):
+    def __init__(self, channels: int = 6):
+        super().__init__()
+        self.conv_stem = nn.Conv2d(3, channels, 3, padding=1, bias=False)
+        self.bn1 = NormThenActivation(channels, nn.SiLU)
+        self.blocks = nn.Sequential(*(nn.Sequential(nn.Conv2d(channels, channels, 1, bias=False),
+                                                    NormThenActivation(channels, nn.ReLU)) for _ in range(2)))
+        self.head = nn.Linear(channels, 3)
+
+    def forward(self, pixels):
+        return self.head(self.blocks(self.bn1(self.conv_stem(pixels))).mean((2, 3)))
+
+
 class TwiceActivatedBlock(nn.Module):
     """One ReLU module applied after the first convolution and again after the residual add."""
 
@@ -336,6 +362,7 @@ CASES = {
     "folded_norm_twin": (ConvThenTokens, lambda: {"signal": torch.randn(2, 4, 4)}),
     "pad_after_residual": (PaddedStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
     "conv_norm_activation": (ConvNormActivationNet, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
+    "norm_with_activation": (NormActivationNet, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
     "activation_twice": (TwiceActivatedStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
 }
 

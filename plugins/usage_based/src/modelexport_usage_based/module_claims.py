@@ -182,13 +182,15 @@ def hand_to_helpers(
     placement: Placement,
     configured: list[bool],
     exports: dict[str, HelperExport],
+    folded: dict[str, frozenset[str]] | None = None,
 ) -> None:
     """Give a module's single parameter-free helper child (an activation) the stretch it computes.
 
     That stretch starts at the output of another child of the module (preferably the one
     registered nearest before the helper among those with parameter nodes, as modules are often
     registered in the order they are called), or at the module's own result (the activation after a residual
-    add), and reads nothing else (no shape or setting computed for it, ``configured``: an
+    add), or, for a norm folded into the layer before it (``folded``), at that layer's result, and reads
+    nothing else (no shape or setting computed for it, ``configured``: an
     activation reads fixed constants only): every input of each of its nodes is that output or
     a node of the stretch. A helper computes one stretch per call of its parent, of at most
     as many nodes as it exports to alone, and of those ops only, where that is known (``exports``);
@@ -209,6 +211,10 @@ def hand_to_helpers(
             with_seeds = [c for c in earlier if any(is_ancestor(c, tag) for tag in seeded)]
             if with_seeds:
                 feeding_child[name] = with_seeds[-1]
+    folded_into = _folded_into(folded or {}, tree)
+    for name, layer in folded_into.items():
+        if name in helper_of and name not in feeding_child:  # a folded norm's result is the layer's
+            feeding_child[name] = layer
     before = dict(modules)
     refused: set[tuple[str, int]] = set()  # stretches that did not come out as the helper exports
     for _ in range(MAX_HELPER_ROUNDS):
@@ -244,6 +250,8 @@ def _claim_stretches(
     stretch_source: dict[int, int] = {}
     stretches: dict[tuple[str, int, int], tuple[int, list[int]]] = {}
     sources_of: dict[tuple[str, int], list[int]] = {}  # each helper call's stretches, at most as many as it runs
+    # a feeding layer outside its module is the layer a norm was folded into: its result is the norm's too
+    fed_by = {child: owner for owner, child in feeding_child.items() if not is_ancestor(owner, child)}
     # a stretch from the nearest earlier child first, then from any child or the module's own result
     for from_feeding_child in (True, False):
         for i in free:
@@ -251,7 +259,8 @@ def _claim_stretches(
             owner = (_helper_owner(modules[i], helper_of, feeding_child, tree, lambda h: _may_compute(op_type, h, exports))
                      if from_feeding_child else modules[i])
             # the deepest module applying a helper to its child's value (or, second, to its own result), where deeper
-            inner = _owner_from_source(i, data, modules, helper_of, feeding_child, own_result=not from_feeding_child)
+            inner = _owner_from_source(i, data, modules, helper_of, feeding_child, own_result=not from_feeding_child,
+                                       fed_by=fed_by)
             if inner is not None and _may_compute(op_type, helper_of[inner], exports) and (
                 not _may_compute(op_type, helper_of.get(owner), exports) or is_ancestor(owner, inner)
             ):
@@ -271,8 +280,9 @@ def _claim_stretches(
             source_module = modules.get(source, "")
             child = feeding_child.get(owner)
             # a stretch starts after another helper's only where that helper ran inside this one's feeding child
-            after_helper = source in stretch_source and not (child is not None and is_ancestor(child, source_module))
-            if after_helper or not is_ancestor(owner, source_module) or (helper, source) in refused:
+            fed = child is not None and is_ancestor(child, source_module)
+            after_helper = source in stretch_source and not fed
+            if after_helper or not (fed or is_ancestor(owner, source_module)) or (helper, source) in refused:
                 continue
             if from_feeding_child and (child is None or not is_ancestor(child, source_module)):
                 continue
@@ -455,6 +465,30 @@ def _piece_after(
     return piece, next(iter(targets))
 
 
+def _folded_into(folded: dict[str, frozenset[str]], tree: ModuleTree) -> dict[str, str]:
+    """Each norm folded into one layer: of the norms a layer's tensors may hold (equal norms are all candidates),
+    the one nearest to it in the module tree and registered soonest after it, where no other layer is as near."""
+    order = {name: position for position, name in enumerate(tree.names)}
+
+    def closeness(layer: str, norm: str) -> tuple[int, int]:
+        # nearest in the tree, then registered soonest after the layer (a norm follows the layer it is folded into)
+        gap = order[norm] - order[layer]
+        return tree.distance(layer, norm), gap if gap > 0 else len(order) - gap
+
+    nearest: dict[str, list[tuple[tuple[int, int], str]]] = {}
+    for layer, norms in folded.items():
+        ranked = sorted((closeness(layer, norm), norm) for norm in norms if norm in order and layer in order)
+        if ranked and (len(ranked) == 1 or ranked[0][0] < ranked[1][0]):
+            rank, norm = ranked[0]
+            nearest.setdefault(norm, []).append((rank, layer))
+    found: dict[str, str] = {}
+    for norm, layers in nearest.items():
+        layers.sort()
+        if len(layers) == 1 or layers[0][0] < layers[1][0]:
+            found[norm] = layers[0][1]
+    return found
+
+
 def _may_compute(op_type: str, helper: str | None, exports: dict[str, HelperExport]) -> bool:
     """Whether ``helper`` can have made a node of ``op_type``: it exports to that op, or its export is unknown."""
     if helper is None:
@@ -465,7 +499,7 @@ def _may_compute(op_type: str, helper: str | None, exports: dict[str, HelperExpo
 
 def _owner_from_source(
     i: int, data: DataGraph, modules: dict[int, str], helper_of: dict[str, str], feeding_child: dict[str, str],
-    own_result: bool = False,
+    own_result: bool = False, fed_by: dict[str, str] | None = None,
 ) -> str | None:
     """The module whose helper may compute node ``i`` when its first guess lies above it.
 
@@ -481,6 +515,9 @@ def _owner_from_source(
     if len(sources) != 1:
         return None
     (source_module,) = sources
+    folded_norm = (fed_by or {}).get(source_module)
+    if folded_norm is not None:  # the value is also the result of the norm folded into the source's layer
+        return folded_norm if folded_norm != modules[i] and is_ancestor(modules[i], folded_norm) else None
     if own_result and source_module in helper_of:  # a helper applied to the module's own result (after a residual add)
         module: str | None = source_module
         return module if module != modules[i] and is_ancestor(modules[i], source_module) else None

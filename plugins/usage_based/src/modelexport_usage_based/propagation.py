@@ -70,10 +70,12 @@ def propagate(
     shapes: dict[str, tuple],
     types: dict[str, int],
     helpers: dict[str, HelperExport] | None = None,
+    folded: dict[str, frozenset[str]] | None = None,
 ) -> Propagation:
     """Tag every node, from the seeds (node index to owning module) and their call numbers.
 
-    ``helpers``: what each parameter-free helper layer exports to alone, where known.
+    ``helpers``: what each parameter-free helper layer exports to alone, where known; ``folded``: the
+    norms each layer's tensors may hold folded.
     """
     placement = Placement(dict(seeds), dict(calls))
     spans = call_spans(seeds, calls, tree)
@@ -104,7 +106,7 @@ def propagate(
         )
         for i, node in enumerate(graph.node)
     ]
-    hand_to_helpers(free, graph, data, tree, placement, configured, helpers or {})
+    hand_to_helpers(free, graph, data, tree, placement, configured, helpers or {}, folded or {})
     hand_to_helper_chains(free, graph, data, tree, modules, helpers or {})
     claim_wrapper_heads(free, seeds, data, tree, modules)
     absorb_private_feeders(free, seeds, data, tree, modules)

@@ -9,7 +9,7 @@ picks one. Each seed also gets a call number, to tell the calls of a reused modu
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .data_flow import DataGraph
@@ -30,6 +30,8 @@ class ParameterUsers:
     """The values (as digests) of the parameter tensors each reader reads."""
     covered: set[str]
     """The model's tensors (as digests) that some node reads, as stored or derived (a folded norm's statistics)."""
+    folded: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Each layer whose tensors may hold a norm folded away: the norms they may hold (equal norms: several)."""
 
 
 def find_parameter_users(
@@ -92,7 +94,12 @@ def find_parameter_users(
             kept = found.modules - absorbed
             if kept and kept != found.modules:
                 candidates[i] = TensorOwners(kept, found.named if found.named in kept else None)
-    return ParameterUsers(candidates, static_values, tensors, covered)
+    folded: dict[str, frozenset[str]] = {}
+    for found in owners.values():
+        if len(found.modules) == 1 and found.absorbed:
+            (layer,) = found.modules
+            folded[layer] = folded.get(layer, frozenset()) | found.absorbed
+    return ParameterUsers(candidates, static_values, tensors, covered, folded)
 
 
 def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGraph) -> dict[int, int]:

@@ -100,6 +100,7 @@ class UsageBasedStrategy(TaggingStrategy):
             *value_shapes_and_types(onnx_model),
             helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model),
                                    module_call_counts(ctx.model, lambda: ctx.module(*ctx.args))),
+            folded=users.folded,
         )
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused_modules(seeds, calls),
