@@ -139,3 +139,22 @@ def test_a_graph_of_another_model_is_declined(tmp_path):
     other = make_context(torch.nn.Linear(3, 4).eval(), {"x": torch.ones(2, 3)})
     with pytest.raises(ModelMismatchError, match="no tensor of the graph equals a parameter"):
         UsageBasedStrategy().tag_onnx(other, onnx.load(str(tmp_path / "first.onnx")))
+
+
+def test_each_helper_runs_on_the_sibling_before_it_and_a_folded_norm_on_its_layer():
+    from modelexport_usage_based.helper_claims import find_helpers, folded_into
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1, self.act1 = torch.nn.Conv2d(2, 2, 1), torch.nn.BatchNorm2d(2), torch.nn.ReLU()
+            self.conv2, self.bn2, self.act2 = torch.nn.Conv2d(2, 2, 1), torch.nn.BatchNorm2d(2), torch.nn.ReLU()
+            self.pool = torch.nn.AdaptiveAvgPool2d(1)
+
+    tree = ModuleTree.of(Block().eval())
+    # equal norms: each layer's tensors may hold either; the one registered right after it is taken
+    folded = folded_into({"conv1": frozenset({"bn1", "bn2"}), "conv2": frozenset({"bn1", "bn2"})}, tree)
+    assert folded == {"bn1": "conv1", "bn2": "conv2"}
+    helpers = find_helpers(tree, {"conv1", "conv2"}, {}, folded)
+    assert helpers.of[""] == ("act1", "act2", "pool")
+    assert helpers.feeding == {"act1": "conv1", "act2": "conv2", "pool": "act2"}

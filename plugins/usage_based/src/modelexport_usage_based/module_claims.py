@@ -174,133 +174,6 @@ def _reaching(targets: list[int], data: DataGraph) -> set[int]:
     return seen
 
 
-def hand_to_helpers(
-    free: list[int],
-    graph: "onnx.GraphProto",
-    data: DataGraph,
-    tree: ModuleTree,
-    placement: Placement,
-    configured: list[bool],
-    exports: dict[str, HelperExport],
-    folded: dict[str, frozenset[str]] | None = None,
-) -> None:
-    """Give a module's single parameter-free helper child (an activation) the stretch it computes.
-
-    That stretch starts at the output of another child of the module (preferably the one
-    registered nearest before the helper among those with parameter nodes, as modules are often
-    registered in the order they are called), or at the module's own result (the activation after a residual
-    add), or, for a norm folded into the layer before it (``folded``), at that layer's result, and reads
-    nothing else (no shape or setting computed for it, ``configured``: an
-    activation reads fixed constants only): every input of each of its nodes is that output or
-    a node of the stretch. A helper computes one stretch per call of its parent, of at most
-    as many nodes as it exports to alone, and of those ops only, where that is known (``exports``);
-    a stretch that does not come out as exactly those ops (a residual add after a sublayer,
-    taken for the start of an activation) is refused and the claims made again without it.
-    """
-    modules = placement.modules
-    free_set = set(free)
-    seeded = {tag for i, tag in modules.items() if i not in free_set}
-    helper_of = {}
-    feeding_child: dict[str, str] = {}
-    for name in tree.names:
-        helpers = tree.parameter_free_helpers(name)
-        if len(helpers) == 1:
-            helper_of[name] = helpers[0]
-            siblings = list(tree.children.get(name, ()))
-            earlier = siblings[: siblings.index(helpers[0])]
-            with_seeds = [c for c in earlier if any(is_ancestor(c, tag) for tag in seeded)]
-            if with_seeds:
-                feeding_child[name] = with_seeds[-1]
-    folded_into = _folded_into(folded or {}, tree)
-    for name, layer in folded_into.items():
-        if name in helper_of and name not in feeding_child:  # a folded norm's result is the layer's
-            feeding_child[name] = layer
-    before = dict(modules)
-    refused: set[tuple[str, int]] = set()  # stretches that did not come out as the helper exports
-    for _ in range(MAX_HELPER_ROUNDS):
-        stretches = _claim_stretches(
-            free, graph, data, placement, configured, exports, helper_of, feeding_child, tree, refused
-        )
-        wrong = {
-            (helper, source)
-            for (helper, _, _), (source, nodes) in stretches.items()
-            if helper in exports and sorted(graph.node[i].op_type for i in nodes) != sorted(exports[helper].ops_in_order)
-        }
-        if not wrong:
-            return
-        for i in free:
-            modules[i] = before[i]
-        refused |= wrong
-
-
-def _claim_stretches(
-    free: list[int],
-    graph: "onnx.GraphProto",
-    data: DataGraph,
-    placement: Placement,
-    configured: list[bool],
-    exports: dict[str, HelperExport],
-    helper_of: dict[str, str],
-    feeding_child: dict[str, str],
-    tree: ModuleTree,
-    refused: set[tuple[str, int]],
-) -> dict[tuple[str, int, int], tuple[int, list[int]]]:
-    """One pass of ``hand_to_helpers``: each helper call's source node and the nodes it was given."""
-    modules = placement.modules
-    stretch_source: dict[int, int] = {}
-    stretches: dict[tuple[str, int, int], tuple[int, list[int]]] = {}
-    sources_of: dict[tuple[str, int], list[int]] = {}  # each helper call's stretches, at most as many as it runs
-    # a feeding layer outside its module is the layer a norm was folded into: its result is the norm's too
-    fed_by = {child: owner for owner, child in feeding_child.items() if not is_ancestor(owner, child)}
-    # a stretch from the nearest earlier child first, then from any child or the module's own result
-    for from_feeding_child in (True, False):
-        for i in free:
-            op_type = graph.node[i].op_type
-            owner = (_helper_owner(modules[i], helper_of, feeding_child, tree, lambda h: _may_compute(op_type, h, exports))
-                     if from_feeding_child else modules[i])
-            # the deepest module applying a helper to its child's value (or, second, to its own result), where deeper
-            inner = _owner_from_source(i, data, modules, helper_of, feeding_child, own_result=not from_feeding_child,
-                                       fed_by=fed_by)
-            if inner is not None and _may_compute(op_type, helper_of[inner], exports) and (
-                not _may_compute(op_type, helper_of.get(owner), exports) or is_ancestor(owner, inner)
-            ):
-                owner = inner
-            helper = helper_of.get(owner)
-            if helper is None or data.reads_graph_input[i] or configured[i]:
-                continue
-            export = exports.get(helper)
-            if not _may_compute(graph.node[i].op_type, helper, exports):
-                continue
-            if any(j in stretch_source and len(data.consumers[j]) > 1 for j in data.producers[i]):
-                continue  # a stretch value read twice was returned: the helper's call ended there
-            sources = {stretch_source.get(j, j) if modules.get(j) == helper else j for j in data.producers[i]}
-            if len(sources) != 1:
-                continue
-            (source,) = sources
-            source_module = modules.get(source, "")
-            child = feeding_child.get(owner)
-            # a stretch starts after another helper's only where that helper ran inside this one's feeding child
-            fed = child is not None and is_ancestor(child, source_module)
-            after_helper = source in stretch_source and not fed
-            if after_helper or not (fed or is_ancestor(owner, source_module)) or (helper, source) in refused:
-                continue
-            if from_feeding_child and (child is None or not is_ancestor(child, source_module)):
-                continue
-            started = sources_of.setdefault((helper, placement.call_of(source)), [])
-            if source not in started:
-                if len(started) >= (export.per_call if export is not None else 1):
-                    continue
-                started.append(source)
-            key = (helper, placement.call_of(source), started.index(source))
-            _, nodes = stretches.setdefault(key, (source, []))
-            if len(nodes) >= (export.size if export is not None else len(free)):
-                continue
-            nodes.append(i)
-            modules[i] = helper
-            stretch_source[i] = source
-    return stretches
-
-
 def hand_to_helper_chains(
     free: list[int],
     graph: "onnx.GraphProto",
@@ -330,7 +203,8 @@ def hand_to_helper_chains(
             stretches = []
             start = source
             for helper in helpers:
-                stretch = _whole_stretch(start, exports[helper], free_set, graph, data, modules, name, feeding)
+                stretch = _whole_stretch(start, exports[helper], free_set, graph, data, modules, name, feeding,
+                                         tuple(helpers))
                 if stretch is None:
                     break
                 stretches.append((helper, stretch))
@@ -350,8 +224,11 @@ def _whole_stretch(
     modules: dict[int, str],
     owner: str,
     feeding: str,
+    helpers: tuple[str, ...] = (),
 ) -> list[int] | None:
-    """The free nodes after ``source`` computing from it alone, one helper's exported ops exactly; None if they do not."""
+    """The free nodes after ``source`` computing from it alone, one helper's exported ops exactly; None if they do not.
+
+    A node counts while it is guessed in ``owner``, inside ``feeding``, or already given to one of ``helpers``."""
     stretch: list[int] = []
     taken = {source}
     frontier = sorted(k for k in data.consumers[source] if k in free)
@@ -360,7 +237,7 @@ def _whole_stretch(
         if i in taken or graph.node[i].op_type not in export.ops:
             continue
         tag = modules.get(i, "")
-        if not (tag == owner or is_ancestor(feeding, tag)) or not all(j in taken for j in data.producers[i]):
+        if not (tag == owner or tag in helpers or is_ancestor(feeding, tag)) or not all(j in taken for j in data.producers[i]):
             continue
         stretch.append(i)
         taken.add(i)
@@ -463,90 +340,6 @@ def _piece_after(
     if any(data.reads_graph_input[k] or not all(j == source or j in piece for j in data.producers[k]) for k in piece):
         return None
     return piece, next(iter(targets))
-
-
-def _folded_into(folded: dict[str, frozenset[str]], tree: ModuleTree) -> dict[str, str]:
-    """Each norm folded into one layer: of the norms a layer's tensors may hold (equal norms are all candidates),
-    the one nearest to it in the module tree and registered soonest after it, where no other layer is as near."""
-    order = {name: position for position, name in enumerate(tree.names)}
-
-    def closeness(layer: str, norm: str) -> tuple[int, int]:
-        # nearest in the tree, then registered soonest after the layer (a norm follows the layer it is folded into)
-        gap = order[norm] - order[layer]
-        return tree.distance(layer, norm), gap if gap > 0 else len(order) - gap
-
-    nearest: dict[str, list[tuple[tuple[int, int], str]]] = {}
-    for layer, norms in folded.items():
-        ranked = sorted((closeness(layer, norm), norm) for norm in norms if norm in order and layer in order)
-        if ranked and (len(ranked) == 1 or ranked[0][0] < ranked[1][0]):
-            rank, norm = ranked[0]
-            nearest.setdefault(norm, []).append((rank, layer))
-    found: dict[str, str] = {}
-    for norm, layers in nearest.items():
-        layers.sort()
-        if len(layers) == 1 or layers[0][0] < layers[1][0]:
-            found[norm] = layers[0][1]
-    return found
-
-
-def _may_compute(op_type: str, helper: str | None, exports: dict[str, HelperExport]) -> bool:
-    """Whether ``helper`` can have made a node of ``op_type``: it exports to that op, or its export is unknown."""
-    if helper is None:
-        return False
-    export = exports.get(helper)
-    return export is None or op_type in export.ops
-
-
-def _owner_from_source(
-    i: int, data: DataGraph, modules: dict[int, str], helper_of: dict[str, str], feeding_child: dict[str, str],
-    own_result: bool = False, fed_by: dict[str, str] | None = None,
-) -> str | None:
-    """The module whose helper may compute node ``i`` when its first guess lies above it.
-
-    A node reading one value (besides the helper's own nodes), computed in a feeding child of a module with a helper, may be that helper's:
-    the activation of a conv-norm-activation sequence whose norm was folded away has parameter nodes of
-    other modules on both sides and is first guessed at their common ancestor; with ``own_result``, the
-    module that computed the value itself (the activation after a residual add). The parents are walked, not
-    the callers: a sequence computes nothing itself but its children run inside its call. Only upwards: the
-    module found lies inside the node's first guess, never beside it.
-    """
-    helpers = set(helper_of.values())
-    sources = {modules.get(j, "") for j in data.producers[i]} - helpers  # a helper's own nodes lead to its source
-    if len(sources) != 1:
-        return None
-    (source_module,) = sources
-    folded_norm = (fed_by or {}).get(source_module)
-    if folded_norm is not None:  # the value is also the result of the norm folded into the source's layer
-        return folded_norm if folded_norm != modules[i] and is_ancestor(modules[i], folded_norm) else None
-    if own_result and source_module in helper_of:  # a helper applied to the module's own result (after a residual add)
-        module: str | None = source_module
-        return module if module != modules[i] and is_ancestor(modules[i], source_module) else None
-    module = parent_qualname(source_module) if source_module else None
-    while module is not None:
-        child = feeding_child.get(module)
-        if module in helper_of and child is not None and is_ancestor(child, source_module):
-            return module if module != modules[i] and is_ancestor(modules[i], module) else None
-        module = parent_qualname(module) if module else None
-    return None
-
-
-def _helper_owner(
-    tag: str, helper_of: dict[str, str], feeding_child: dict[str, str], tree: ModuleTree, fits: Callable[[str], bool]
-) -> str:
-    """The module whose helper may compute a node guessed at ``tag``: that module, or the one whose feeding child it lies in.
-
-    A first guess continues in the child that computed a node's input, which may have
-    returned already: the activation applied to a child's result is guessed inside the child.
-    Of those, the nearest whose helper ``fits`` the node (can make its op), the root included.
-    """
-    candidates = [tag] if tag in helper_of else []
-    module = tree.caller(tag) if tag else None
-    while module is not None:
-        child = feeding_child.get(module)
-        if module in helper_of and child is not None and is_ancestor(child, tag):
-            candidates.append(module)
-        module = tree.caller(module) if module else None
-    return next((c for c in candidates if fits(helper_of[c])), candidates[0] if candidates else tag)
 
 
 def absorb_private_feeders(

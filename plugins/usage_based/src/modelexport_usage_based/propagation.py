@@ -30,7 +30,6 @@ from .module_claims import (
     join_first_reader,
     hand_to_helper_chains,
     hand_results_to_next_call,
-    hand_to_helpers,
     return_sized_views,
     return_tails,
 )
@@ -44,6 +43,7 @@ from .order import (
     settings_before_calls,
     settings_where_measured,
 )
+from .helper_claims import hand_to_helpers
 from .settle import join_first_sharer, prepare_for_readers, repeated_siblings, settle
 
 if TYPE_CHECKING:
