@@ -148,3 +148,32 @@ def test_a_node_without_a_tag_is_an_error():
     model = _graph()
     with pytest.raises(KeyError, match="no tag for node"):
         write_tags(model, {}, strategy="s")
+
+
+def test_every_node_keeps_its_own_other_modules():
+    import torch
+
+    from modelexport_core.export import node_tags_from_result
+    from modelexport_core.strategy import TaggingResult
+    from modelexport_core.tags import HierarchyTags
+
+    class Part(torch.nn.Module):
+        pass
+
+    class Whole(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b, self.c = Part(), Part(), Part()
+
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="n1"), helper.make_node("Relu", ["y"], ["z"], name="n2"),
+         helper.make_node("Relu", ["z"], ["w"], name="n3")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("w", TensorProto.FLOAT, [2])]))
+    result = TaggingResult(node_modules={"n1": "a", "n2": "a", "n3": "a"}, also={"n1": ["b"], "n3": ["c"]},
+                           exporter="test")
+    tags = HierarchyTags.from_model(Whole())
+    node_tags = node_tags_from_result(model, result, tags)
+    assert node_tags["n1"].also == (tags.tag_of("b"),)
+    assert node_tags["n2"].also == ()
+    assert node_tags["n3"].also == (tags.tag_of("c"),)

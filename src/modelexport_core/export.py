@@ -127,13 +127,13 @@ def node_tags_from_result(
     node_modules = fill_missing_modules(model.graph, result.node_modules)
     node_tags = {}
     by_module: dict[str, NodeTag] = {}  # a graph has far fewer modules than nodes
-    also = result.also
+    also_by_node = result.also
     for name, qualname in node_modules.items():
         tag = by_module.get(qualname)
         if tag is None:
             kept = tags.kept_module(qualname)
             tag = by_module[qualname] = NodeTag(tags.tag_of(kept), kept)
-        others = also.get(name) if also else None
+        others = also_by_node.get(name) if also_by_node else None
         if others:
             also = tuple(dict.fromkeys(t for q in others if (t := tags.tag_of(q)) != tag.tag))
             tag = NodeTag(tag.tag, tag.module, also) if also else tag
