@@ -147,8 +147,9 @@ def main() -> int:
         f"{args.repeats} run(s), each its own process. CPU s is the process's user and system time, which load "
         "inflates far less than wall time.",
         f"Command: `{command_line()}`; modelexport runs as `modelexport export FACTORY OUT --strategy S "
-        f"{'' if args.verify else '--no-verify '}[--static]`, the plain export as `benchmarks/plain_export.py`"
-        f"{' --verify (then onnxruntime on the file against PyTorch, the same inputs)' if args.verify else ''}.",
+        f"{'' if args.verify else '--no-verify '}[--static]`, the plain export as "
+        f"`benchmarks/plain_export.py{' --verify' if args.verify else ''}`"
+        f"{' (then onnxruntime on its file against PyTorch, the same inputs)' if args.verify else ''}.",
         "",
         "| model | strategy | baseline | plain s | modelexport s | time ratio | plain MB | modelexport MB | memory ratio "
         "| plain CPU s | modelexport CPU s | CPU ratio |",
