@@ -54,6 +54,9 @@ class Config:
     def peak_mb(self) -> float:
         return median([run.peak_mb for run in self.ok])
 
+    def cpu_seconds(self) -> float:
+        return median([run.cpu_seconds for run in self.ok])
+
 
 def plain_label(exporter: str, static: bool) -> str:
     return f"plain {exporter}" + (" static" if static else "")
@@ -74,7 +77,7 @@ def configs_for(factory: str, strategies: list[str], workdir: Path, verify: bool
         if baseline not in configs:
             command = [sys.executable, str(ROOT / "benchmarks" / "plain_export.py"), factory,
                        str(workdir / f"{baseline.replace(' ', '-')}.onnx"), "--exporter", exporter]
-            configs[baseline] = Config(baseline, command + (["--static"] if static else []))
+            configs[baseline] = Config(baseline, command + (["--static"] if static else []) + (["--verify"] if verify else []))
         command = [cli, "export", factory, str(workdir / f"{strategy}.onnx"), "--strategy", strategy]
         command += ([] if verify else ["--no-verify"]) + (["--static"] if static else [])
         configs[strategy] = Config(strategy, command)
@@ -93,12 +96,13 @@ def table(model: str, configs: dict[str, Config], strategies: list[str]) -> list
         plain, tagged = configs[plain_label(exporter, static)], configs[label]
         if not tagged.ok or not plain.ok:
             failed = (tagged.runs or plain.runs)[-1].stderr_tail[:120] if not tagged.ok else "plain export failed"
-            rows.append(f"| {model} | {label} | {plain_label(exporter, static)} | failed: {failed} | | | | | |")
+            rows.append(f"| {model} | {label} | {plain_label(exporter, static)} | failed: {failed} | | | | | | | | |")
             continue
         rows.append(
             f"| {model} | {label} | {plain_label(exporter, static)} | {plain.seconds():.2f} | {tagged.seconds():.2f} "
             f"| **{tagged.seconds() / plain.seconds():.2f}** | {plain.peak_mb():.0f} | {tagged.peak_mb():.0f} "
-            f"| **{tagged.peak_mb() / plain.peak_mb():.2f}** |"
+            f"| **{tagged.peak_mb() / plain.peak_mb():.2f}** | {plain.cpu_seconds():.2f} | {tagged.cpu_seconds():.2f} "
+            f"| **{tagged.cpu_seconds() / plain.cpu_seconds():.2f}** |"
         )
     return rows
 
@@ -132,19 +136,24 @@ def main() -> int:
                     run = measure(config.command, config.env)
                     config.runs.append(run)
                     status = "ok" if run.returncode == 0 else f"exit {run.returncode}: {run.stderr_tail[:200]}"
-                    print(f"{model:12} {config.label:24} #{repeat + 1} {run.seconds:7.2f} s {run.peak_mb:7.0f} MB  {status}",
+                    print(f"{model:12} {config.label:24} #{repeat + 1} {run.seconds:7.2f} s {run.cpu_seconds:7.2f} s CPU "
+                          f"{run.peak_mb:7.0f} MB  {status}",
                           file=sys.stderr, flush=True)
             rows.extend(table(model, configs, strategies))
     text = "\n".join([
         f"Measured {today()} on {machine()}.",
         f"Load average (1, 5, 15 min) {load_before} before, {load()} after; the machine is shared, so",
         "figures are noisy: the runs are interleaved and each figure is the median of "
-        f"{args.repeats} run(s), each its own process.",
+        f"{args.repeats} run(s), each its own process. CPU s is the process's user and system time, which load "
+        "inflates far less than wall time.",
         f"Command: `{command_line()}`; modelexport runs as `modelexport export FACTORY OUT --strategy S "
-        f"{'' if args.verify else '--no-verify '}[--static]`, the plain export as `benchmarks/plain_export.py`.",
+        f"{'' if args.verify else '--no-verify '}[--static]`, the plain export as "
+        f"`benchmarks/plain_export.py{' --verify' if args.verify else ''}`"
+        f"{' (then onnxruntime on its file against PyTorch, the same inputs)' if args.verify else ''}.",
         "",
-        "| model | strategy | baseline | plain s | modelexport s | time ratio | plain MB | modelexport MB | memory ratio |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| model | strategy | baseline | plain s | modelexport s | time ratio | plain MB | modelexport MB | memory ratio "
+        "| plain CPU s | modelexport CPU s | CPU ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
     ])
     replace_section(args.output, args.section, text)

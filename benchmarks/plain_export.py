@@ -31,6 +31,8 @@ def main() -> int:
     parser.add_argument("output", type=Path)
     parser.add_argument("--exporter", choices=("torchscript", "dynamo"), required=True)
     parser.add_argument("--static", action="store_true")
+    parser.add_argument("--verify", action="store_true",
+                        help="then run the file in onnxruntime on the same inputs and compare with PyTorch")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     import torch
@@ -60,7 +62,25 @@ def main() -> int:
             shapes = (tuple({0: Dim.AUTO, 1: Dim.AUTO} for _ in names),)  # the *tensors of forward
         torch.onnx.export(module, tensors, str(args.output), input_names=names, dynamic_shapes=shapes,
                           opset_version=18, dynamo=True)
+    if args.verify:
+        check(module, tensors, names, args.output)
     return 0
+
+
+def check(module, tensors, names, path: Path) -> None:
+    """What a careful user runs after exporting: onnxruntime on the file against PyTorch, same inputs."""
+    import numpy as np
+    import onnxruntime
+    import torch
+
+    with torch.no_grad():
+        expected = [t.numpy() for t in torch.utils._pytree.tree_leaves(module(*tensors))]
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feed = {i.name: t.numpy() for i, t in zip(session.get_inputs(), tensors)}
+    actual = session.run(None, feed)
+    worst = max(float(np.abs(a - e).max()) for a, e in zip(actual, expected))
+    if worst > 1e-3:
+        raise SystemExit(f"onnxruntime differs from PyTorch by {worst:.3g}")
 
 
 if __name__ == "__main__":

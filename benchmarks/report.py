@@ -26,10 +26,11 @@ class Run:
     peak_mb: float
     returncode: int
     stderr_tail: str = ""
+    cpu_seconds: float = 0.0  # user + system time: on a loaded machine, close to what an idle one takes
 
 
 def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> Run:
-    """Run ``command`` as a child; wall time around it and its peak RSS from ``wait4`` (its own, not a max)."""
+    """Run ``command`` as a child; wall time around it, its peak RSS and CPU time from ``wait4`` (its own, not a max)."""
     with tempfile.TemporaryFile() as errors:
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd,
@@ -39,7 +40,8 @@ def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = R
         process.returncode = os.waitstatus_to_exitcode(status)
         errors.seek(0)
         tail = errors.read().decode(errors="replace").strip().splitlines()[-3:]
-    return Run(seconds, usage.ru_maxrss / 1024, process.returncode, " | ".join(tail))
+    return Run(seconds, usage.ru_maxrss / 1024, process.returncode, " | ".join(tail),
+               usage.ru_utime + usage.ru_stime)
 
 
 def median(values: list[float]) -> float:

@@ -260,3 +260,15 @@ def test_tag_with_the_wrong_model_is_refused(users_own_export, tmp_path):
     line = _one_line_error(result)
     assert "the file's outputs differ from GPT2Model's on the same inputs" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_version_names_the_core_and_every_installed_strategy():
+    from modelexport_core import __version__, get_strategies
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"modelexport-core {__version__}"
+    listed = {tuple(line.split()) for line in lines[1:]}
+    installed = {(info.name, info.distribution, info.version) for info in get_strategies()}
+    assert listed == installed and {"fx", "builtin_tracking"} <= {name for name, _, _ in listed}

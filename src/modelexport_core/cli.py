@@ -18,6 +18,8 @@ from rich.table import Table
 from .errors import AllStrategiesFailedError, ModelExportError
 from .errors import first_line
 from .plugins import PluginLoadWarning
+from .signals import Stopped, stop_on_signals
+from .work_folder import StaleWorkFolderWarning, close_open_work_folders
 
 app = typer.Typer(
     help="Export PyTorch models to ONNX with every node tagged by the module that produced it.",
@@ -27,6 +29,32 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
+
+
+def _print_versions(show: bool) -> None:
+    """``--version``: the core's version, then each installed strategy with its distribution and version."""
+    if not show:
+        return
+    from .plugins import get_strategies
+    from .version import __version__
+
+    with _user_errors():
+        console.print(f"modelexport-core {__version__}", highlight=False)
+        found = get_strategies()
+        width = max((len(info.name) for info in found), default=0)
+        for info in found:
+            console.print(f"  {info.name:<{width}}  {info.distribution} {info.version}".rstrip(), highlight=False)
+        if not found:
+            console.print("  no strategies installed; install a plugin such as modelexport-fx", highlight=False)
+    raise typer.Exit()
+
+
+@app.callback()
+def _main_options(
+    version: bool = typer.Option(False, "--version", callback=_print_versions, is_eager=True,
+                                 help="Show the versions of the core and of every installed strategy, and exit"),
+) -> None:
+    """Export PyTorch models to ONNX with every node tagged by the module that produced it."""
 
 
 def _escape(text: str) -> str:
@@ -44,11 +72,16 @@ def _fail(message: str, code: int = 1) -> None:
 def _user_errors(verbose: bool = False) -> Iterator[None]:
     """Turn library errors into one line on stderr (a line per attempt for a failed chain) and a
     non-zero exit; plugin warnings into lines. ``verbose`` adds each attempt's whole message."""
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, stop_on_signals():
         warnings.simplefilter("ignore")
         warnings.simplefilter("always", PluginLoadWarning)
+        warnings.simplefilter("always", StaleWorkFolderWarning)
         try:
             yield
+        except Stopped as stop:
+            _flush_warnings(caught)
+            close_open_work_folders()
+            _fail(f"{stop}; nothing was written and no work folder is left", stop.exit_code)
         except ModelExportError as error:
             _flush_warnings(caught)
             attempts = getattr(error, "attempts", [])
@@ -76,7 +109,7 @@ def _user_errors(verbose: bool = False) -> Iterator[None]:
 
 def _flush_warnings(caught: list[warnings.WarningMessage]) -> None:
     for warning in caught:
-        if issubclass(warning.category, PluginLoadWarning):
+        if issubclass(warning.category, (PluginLoadWarning, StaleWorkFolderWarning)):
             err_console.print(f"[yellow]warning:[/] {warning.message}", highlight=False, soft_wrap=True)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 from .errors import OutputPathError
 from .graph import GraphIndex, node_key, used_values
 from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
+from .signals import deferred_signals
 from .tagged import TaggedFile, load_graph, load_tagged
+from .work_folder import close_work_folder, is_work_file, open_work_folder
 from .writer import NodeTag, write_tags
 
 if TYPE_CHECKING:
@@ -238,15 +239,17 @@ def tag_derived(derived_path: Path, tagged_path: Path, output: Path, *, viewer_k
     if output.resolve() in (derived_path.resolve(), tagged.path.resolve()):
         raise OutputPathError(f"{output} is one of the input files; give another name")
     output.parent.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=output.parent))
+    workdir = open_work_folder(output.parent)
     try:
         write_tags(derived, node_tags, strategy=DERIVED_STRATEGY, viewer_keys=viewer_keys)
         _copy_external_data(derived, derived_path.parent, workdir, output.name)
         onnx.save(derived, str(workdir / output.name))
         document = _sidecar(tagged, derived, result, modules, tagged.path)
         write_sidecar(document, workdir / sidecar_path(output).name)
-        for produced in sorted(workdir.iterdir(), key=lambda p: p.name == output.name):
-            os.replace(produced, output.parent / produced.name)
+        produced_files = [p for p in workdir.iterdir() if not is_work_file(p)]
+        with deferred_signals():
+            for produced in sorted(produced_files, key=lambda p: p.name == output.name):
+                os.replace(produced, output.parent / produced.name)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        close_work_folder(workdir)
     return DerivedReport(output, sidecar_path(output), len(derived.graph.node), result.coverage, result.counts)

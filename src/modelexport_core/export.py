@@ -34,6 +34,8 @@ from .source_paths import strip_source_paths
 from .tags import HierarchyTags
 from .verify import Verification, verify
 from .version import __version__
+from .signals import deferred_signals
+from .work_folder import close_work_folder, is_work_file, open_work_folder
 from .wrapper import export_settings
 from .writer import NodeTag, write_tags
 
@@ -125,12 +127,13 @@ def node_tags_from_result(
     node_modules = fill_missing_modules(model.graph, result.node_modules)
     node_tags = {}
     by_module: dict[str, NodeTag] = {}  # a graph has far fewer modules than nodes
+    also_by_node = result.also
     for name, qualname in node_modules.items():
         tag = by_module.get(qualname)
         if tag is None:
             kept = tags.kept_module(qualname)
             tag = by_module[qualname] = NodeTag(tags.tag_of(kept), kept)
-        others = result.also.get(name)
+        others = also_by_node.get(name) if also_by_node else None
         if others:
             also = tuple(dict.fromkeys(t for q in others if (t := tags.tag_of(q)) != tag.tag))
             tag = NodeTag(tag.tag, tag.module, also) if also else tag
@@ -386,8 +389,10 @@ def _publish(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt], starte
     sidecar = sidecar_path(run.output)
     write_sidecar(document, tagged.onnx_path.parent / sidecar.name)
     # the ONNX file moves last, so a reader never sees it without its sidecar and data
-    for produced in sorted(tagged.onnx_path.parent.iterdir(), key=lambda p: p == tagged.onnx_path):
-        os.replace(produced, run.output.parent / produced.name)
+    produced_files = [p for p in tagged.onnx_path.parent.iterdir() if not is_work_file(p)]
+    with deferred_signals():  # a stop now would leave a new sidecar beside the old file
+        for produced in sorted(produced_files, key=lambda p: p == tagged.onnx_path):
+            os.replace(produced, run.output.parent / produced.name)
     node_tags = tagged.node_tags
     return ExportReport(
         onnx_path=run.output,
@@ -440,7 +445,7 @@ def export_model(
     chain = check_before_loading(output, options)
     with export_settings(loaded.model):
         ctx, tags = _prepare(loaded, options, progress)
-        workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=output.parent))
+        workdir = open_work_folder(output.parent)
         run = ExportRun(loaded, ctx, tags, options, output, workdir, progress)
         try:
             attempts: list[Attempt] = []
@@ -456,7 +461,7 @@ def export_model(
                 return _publish(run, tagged, attempts, started)
             raise chain_error(attempts, named=bool(options.strategies))
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            close_work_folder(workdir)
 
 
 def _copy_external_data(model: "onnx.ModelProto", source_folder: Path, target_folder: Path, output_name: str) -> None:
@@ -507,7 +512,7 @@ def tag_existing(
         with_weights = onnx.load(str(onnx_file))
     except Exception as error:
         raise OutputPathError(f"{onnx_file} is not a readable ONNX file: {first_line(error)}") from error
-    workdir = Path(tempfile.mkdtemp(prefix=".modelexport-", dir=output.parent))
+    workdir = open_work_folder(output.parent)
     run = ExportRun(loaded, ctx, tags, options, output, workdir, progress)
 
     def tag_copy(strategy: str, result: TaggingResult) -> TaggedFile:
@@ -549,7 +554,7 @@ def tag_existing(
             return _publish(run, tagged, attempts, started)
         raise chain_error(attempts, named=bool(options.strategies), what="tag")
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        close_work_folder(workdir)
 
 
 def check_before_tagging(onnx_file: Path, output: Path, options: ExportOptions) -> list[StrategyInfo]:

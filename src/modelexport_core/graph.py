@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from .strategy import WRAPPER_ATTRIBUTE
@@ -68,8 +69,10 @@ def fill_missing_modules(graph: "onnx.GraphProto", node_modules: dict[str, str])
     the node that reads them. Returns a new mapping with every node of ``graph``.
     """
     keys = [node.name or f"{node.op_type}#{i}" for i, node in enumerate(graph.node)]
-    if all(key in node_modules for key in keys):  # the usual case: nothing to fill, no index to build
+    try:  # the usual case: nothing to fill, no index to build
         return {key: node_modules[key] for key in keys}
+    except KeyError:
+        pass
     index = GraphIndex.of(graph)
     result = {key: node_modules[key] for key in index.keys if key in node_modules}
     missing = [i for i, key in enumerate(index.keys) if key not in result]
@@ -93,15 +96,15 @@ def fill_missing_modules(graph: "onnx.GraphProto", node_modules: dict[str, str])
     return result
 
 
-def _unwrapped(name: str) -> str:
-    """A name as a plain export of the user's model gives it: without the export wrapper's prefix."""
+def _unwrapped_names(names: set[str]) -> dict[str, str]:
+    """Each name that carries the export wrapper's prefix, as old -> new: the name a plain export of the user's
+    model gives (``/model/encoder/X`` -> ``/encoder/X``, ``model.encoder.w`` -> ``encoder.w``)."""
     scope_prefix = f"/{WRAPPER_ATTRIBUTE}/"
     attribute_prefix = f"{WRAPPER_ATTRIBUTE}."
-    if name.startswith(scope_prefix):
-        return "/" + name[len(scope_prefix):]
-    if name.startswith(attribute_prefix):
-        return name[len(attribute_prefix):]
-    return name
+    keep = len(scope_prefix) - 1  # the scope keeps its leading "/"
+    cut = len(attribute_prefix)
+    return {name: name[keep:] if name.startswith(scope_prefix) else name[cut:]
+            for name in names if name.startswith((scope_prefix, attribute_prefix))}
 
 
 def _graphs(graph: "onnx.GraphProto") -> list["onnx.GraphProto"]:
@@ -128,20 +131,20 @@ def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
     already taken is left as it is.
     """
     graphs = _graphs(graph)
-    values = {name for g in graphs for name in _value_names(g)}
-    prefixes = (f"/{WRAPPER_ATTRIBUTE}/", f"{WRAPPER_ATTRIBUTE}.")  # what _unwrapped strips; str.startswith is C
-    value_map = {name: _unwrapped(name) for name in values if name.startswith(prefixes)}
+    names_by_graph = [[node.name for node in g.node] for g in graphs]
+    node_names = set(chain.from_iterable(names_by_graph))
+    node_map = {name: new for name, new in _unwrapped_names(node_names).items() if new not in node_names}
+    values = {name for g in graphs for name in _defined_values(g)}
+    value_map = _unwrapped_names(values)
     value_map = {old: new for old, new in value_map.items() if new not in values or new in value_map}
-    node_names = {node.name for g in graphs for node in g.node}
-    node_map = {name: new for name in node_names if name.startswith(prefixes)
-                if (new := _unwrapped(name)) not in node_names}
     if not value_map and not node_map:
         return node_map
-    for g in graphs:
+    for g, names in zip(graphs, names_by_graph):
         if node_map:
-            for node in g.node:
-                if node.name in node_map:
-                    node.name = node_map[node.name]
+            for node, name in zip(g.node, names):
+                new = node_map.get(name)
+                if new is not None:
+                    node.name = new
         if not value_map:
             continue
         for node in g.node:
@@ -158,11 +161,13 @@ def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
     return node_map
 
 
-def _value_names(graph: "onnx.GraphProto") -> set[str]:
+def _defined_values(graph: "onnx.GraphProto") -> set[str]:
+    """The values a graph defines: node outputs, inputs, initializers (and the names its value_info and
+    outputs give). A node input names one of these, here or in an enclosing graph, so its inputs need no walk."""
     names: set[str] = set()
     for node in graph.node:
-        names.update(node.input)
         names.update(node.output)
     names.discard("")
     names |= {holder.name for holder in (*graph.input, *graph.output, *graph.value_info, *graph.initializer)}
+    names |= {sparse.values.name for sparse in graph.sparse_initializer}
     return names

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import VerificationError
+from .shared_weights import shared_weights_session
 
 if TYPE_CHECKING:
     import torch
@@ -129,17 +130,18 @@ def verify(onnx_path: Path, ctx: "ExportContext", atol: float = 1e-4) -> Verific
     if half == "bfloat16" and any(t.dtype.is_floating_point for t in ctx.user_args):
         return Verification(atol, [], skipped="bfloat16 inputs have no NumPy type, so onnxruntime cannot be fed them here")
     try:
-        session = onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
-        checks = [_compare(session, ctx, ctx.user_args, atol, list(ctx.example_outputs) or None)]
-        notes: tuple[str, ...] = ()
-        if ctx.dynamic_axes:
-            second = resized_inputs(ctx)
-            reason, outputs = _pytorch_outputs(ctx, second)
-            if reason:
-                shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in zip(ctx.input_names, second))
-                notes = (f"the second shape ({shapes}) was not checked: the model itself fails on it ({reason})",)
-            else:
-                checks.append(_compare(session, ctx, second, atol, outputs))
+        # the weights the model holds as they are in the file are not loaded a second time
+        with shared_weights_session(onnx_path, ctx.model, options) as (session, _shared):
+            checks = [_compare(session, ctx, ctx.user_args, atol, list(ctx.example_outputs) or None)]
+            notes: tuple[str, ...] = ()
+            if ctx.dynamic_axes:
+                second = resized_inputs(ctx)
+                reason, outputs = _pytorch_outputs(ctx, second)
+                if reason:
+                    shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in zip(ctx.input_names, second))
+                    notes = (f"the second shape ({shapes}) was not checked: the model itself fails on it ({reason})",)
+                else:
+                    checks.append(_compare(session, ctx, second, atol, outputs))
     except Exception as error:  # onnxruntime raises its own exception types for models it cannot run
         message = " ".join(str(error).split())
         if half:

@@ -73,25 +73,62 @@ def write_viewer_keys(node: "onnx.NodeProto", tag: str) -> None:
     _set_property(node, LAYER_KEY, layer_annotation(tag))
 
 
-def _tag_node(node: "onnx.NodeProto", tag: NodeTag, doc_string: bool, strategy: str, viewer_keys: bool) -> None:
-    props = node.metadata_props
-    if any(prop.key in _OWN_KEYS for prop in props):  # tagged before, or PyTorch's namespace to move aside
-        _set_property(node, TAG_KEY, tag.tag)
-        _set_property(node, MODULE_KEY, tag.module)
-        if viewer_keys and tag.tag:
-            write_viewer_keys(node, tag.tag)
-    else:  # the common case: four entries appended, no search
-        props.add(key=TAG_KEY, value=tag.tag)
-        props.add(key=MODULE_KEY, value=tag.module)
-        if viewer_keys and tag.tag:
-            props.add(key=NAMESPACE_KEY, value=tag.tag)
-            props.add(key=LAYER_KEY, value=layer_annotation(tag.tag))
+def _fresh_node_fields(tag: NodeTag, doc_string: bool, strategy: str, viewer_keys: bool) -> bytes:
+    """What tagging adds to a node that carries none of the keys yet, as serialized node fields.
+
+    Merged into a node, the metadata entries append after its own and the doc string is set: the
+    same node as four ``metadata_props.add`` calls give, in one call into protobuf instead of four.
+    A graph has far fewer distinct tags than nodes, so each is built once.
+    """
+    import onnx
+
+    fields = onnx.NodeProto()
+    props = fields.metadata_props
+    props.add(key=TAG_KEY, value=tag.tag)
+    props.add(key=MODULE_KEY, value=tag.module)
+    if viewer_keys and tag.tag:
+        props.add(key=NAMESPACE_KEY, value=tag.tag)
+        props.add(key=LAYER_KEY, value=layer_annotation(tag.tag))
+    if doc_string:
+        fields.doc_string = _doc_string(tag, strategy)
+    return fields.SerializeToString()
+
+
+def _retag_node(node: "onnx.NodeProto", tag: NodeTag, doc_string: bool, strategy: str, viewer_keys: bool) -> None:
+    """Tag a node tagged before, or one whose ``namespace`` PyTorch wrote: each key is set where it is."""
+    _set_property(node, TAG_KEY, tag.tag)
+    _set_property(node, MODULE_KEY, tag.module)
+    if viewer_keys and tag.tag:
+        write_viewer_keys(node, tag.tag)
     if doc_string:
         node.doc_string = _doc_string(tag, strategy)
-    if node.attribute:
-        for subgraph in subgraphs_of(node):  # nodes inside If/Loop/Scan bodies belong to the node that owns them
-            for sub_node in subgraph.node:
-                _tag_node(sub_node, tag, doc_string, strategy, viewer_keys)
+
+
+class _NodeTagger:
+    """Tags nodes, their subgraphs' nodes with them; the fields of each distinct tag are built once."""
+
+    def __init__(self, doc_string: bool, strategy: str, viewer_keys: bool) -> None:
+        self.doc_string = doc_string
+        self.strategy = strategy
+        self.viewer_keys = viewer_keys
+        self.fields: dict[int, bytes] = {}  # by id: NodeTags are shared between the nodes of a module
+        self.held: list[NodeTag] = []  # keeps each id's NodeTag alive, so an id is never reused
+
+    def tag(self, node: "onnx.NodeProto", tag: NodeTag) -> None:
+        props = node.metadata_props
+        if props and any(prop.key in _OWN_KEYS for prop in props):
+            _retag_node(node, tag, self.doc_string, self.strategy, self.viewer_keys)
+        else:  # the common case: no search, one merge
+            fields = self.fields.get(id(tag))
+            if fields is None:
+                fields = self.fields[id(tag)] = _fresh_node_fields(tag, self.doc_string, self.strategy,
+                                                                   self.viewer_keys)
+                self.held.append(tag)
+            node.MergeFromString(fields)
+        if node.attribute:
+            for subgraph in subgraphs_of(node):  # nodes inside If/Loop/Scan bodies belong to the node that owns them
+                for sub_node in subgraph.node:
+                    self.tag(sub_node, tag)
 
 
 def subgraphs_of(node: "onnx.NodeProto") -> list["onnx.GraphProto"]:
@@ -114,11 +151,13 @@ def write_tags(
 
     ``viewer_keys`` also writes ``namespace`` and ``layer_ann`` (see the module docstring).
     """
+    tagger = _NodeTagger(doc_string, strategy, viewer_keys)
     for i, node in enumerate(model.graph.node):
-        key = node_key(node, i)
-        if key not in node_tags:
+        key = node.name or node_key(node, i)
+        tag = node_tags.get(key)
+        if tag is None:
             raise KeyError(f"no tag for node {key!r}")
-        _tag_node(node, node_tags[key], doc_string, strategy, viewer_keys)
+        tagger.tag(node, tag)
 
 
 def read_tags(model: "onnx.ModelProto") -> dict[str, str]:
