@@ -15,7 +15,7 @@ def first_line(error: BaseException) -> str:
 
 def full_text(error: BaseException) -> str:
     """An exception's whole message, the exceptions it came from first, without terminal colours."""
-    chain = []
+    chain: list[str] = []
     current: BaseException | None = error
     while current is not None and len(chain) < 5:
         chain.append(f"{type(current).__name__}: {_TERMINAL_CODES.sub('', str(current)).strip()}")

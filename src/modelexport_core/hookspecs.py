@@ -29,3 +29,4 @@ def modelexport_strategies() -> list[type[TaggingStrategy]]:
             from .strategy import MyStrategy
             return [MyStrategy]
     """
+    raise NotImplementedError  # a specification: pluggy calls the plugins' implementations

@@ -314,7 +314,7 @@ def _write_model(shell: "onnx.ModelProto", pieces: list, source: BinaryIO | None
             return len(piece)
         if isinstance(piece, tuple):
             return piece[1] - piece[0]
-        return piece.nbytes
+        return int(getattr(piece, "nbytes"))
 
     graph_size = graph.end - graph.value_start + sum(length(piece) for piece in pieces)
     with open(target, "wb", buffering=0) as out:
@@ -328,6 +328,7 @@ def _write_model(shell: "onnx.ModelProto", pieces: list, source: BinaryIO | None
             _write_all(out, pending)
             pending.clear()
             if isinstance(piece, tuple):
+                assert source is not None, "a byte range of the source file without the source file"
                 _copy_range(source, out, piece[0], piece[1])
                 continue
             written = piece.write_data(out)

@@ -6,6 +6,7 @@ import importlib.metadata
 import warnings
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import pluggy
 
@@ -90,7 +91,8 @@ def get_strategies(pm: pluggy.PluginManager | None = None) -> list[StrategyInfo]
     for hookimpl in pm.hook.modelexport_strategies.get_hookimpls():
         distribution, version = _distribution_of(hookimpl.plugin, pm)
         try:
-            strategies = hookimpl.function() or []
+            listed: Any = hookimpl.function()
+            strategies: list[Any] = list(listed or [])
         except Exception as error:
             warnings.warn(
                 f"plugin {hookimpl.plugin_name!r} from {distribution} failed to list its strategies: {error}",

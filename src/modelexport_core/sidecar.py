@@ -106,9 +106,9 @@ def validate_sidecar(document: Any, node_names: list[str] | None = None) -> list
     if not isinstance(document, dict):
         return ["the sidecar is not a JSON object"]
     expect(document.get("schema") == SCHEMA, f"schema is {document.get('schema')!r}, expected {SCHEMA!r}")
-    expect(isinstance(document.get("strategy"), str) and document.get("strategy"), "strategy must be a name")
+    expect(isinstance(document.get("strategy"), str) and bool(document.get("strategy")), "strategy must be a name")
     attempted = document.get("attempted")
-    expect(isinstance(attempted, list) and attempted, "attempted must be a non-empty list")
+    expect(isinstance(attempted, list) and bool(attempted), "attempted must be a non-empty list")
     for attempt in attempted or []:
         expect(
             isinstance(attempt, dict) and {"strategy", "status", "reason"} <= set(attempt)
@@ -127,7 +127,7 @@ def validate_sidecar(document: Any, node_names: list[str] | None = None) -> list
         ok = isinstance(entry, dict) and isinstance(entry.get("tag"), str) and entry["tag"].startswith("/")
         expect(ok and isinstance(entry.get("class"), str), f"module {qualname!r} needs a tag and a class")
     nodes = document.get("nodes")
-    expect(isinstance(nodes, dict) and nodes, "nodes must be a non-empty object")
+    expect(isinstance(nodes, dict) and bool(nodes), "nodes must be a non-empty object")
     for name, entry in (nodes or {}).items():
         ok = isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in ("tag", "module", "op_type"))
         if not ok:

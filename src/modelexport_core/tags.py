@@ -116,9 +116,9 @@ class HierarchyTags:
         pending = [""]
         while pending:
             parent = pending.pop()
-            for record, segment in self._segments(parent, children[parent]).items():
-                self._tags[record] = self._tags[parent] + "/" + segment
-                pending.append(record)
+            for child, segment in self._segments(parent, children[parent]).items():
+                self._tags[child] = self._tags[parent] + "/" + segment
+                pending.append(child)
 
     def _segments(self, kept_parent: str, kids: list[ModuleRecord]) -> dict[str, str]:
         def relative(record: ModuleRecord) -> str:

@@ -69,14 +69,16 @@ def validate_file(onnx_path: Path) -> Validation:
         return result
     for problem in validate_sidecar(sidecar, keys):
         problems.append(f"sidecar: {problem}")
-    nodes = sidecar.get("nodes") if isinstance(sidecar.get("nodes"), dict) else {}
+    found_nodes = sidecar.get("nodes")
+    nodes: dict = found_nodes if isinstance(found_nodes, dict) else {}
     _limited(problems, "sidecar and node metadata disagree on the tag of",
              [k for k in keys if k in nodes and k in tagged.node_tags and nodes[k].get("tag") != tagged.node_tags[k]])
     _limited(problems, "sidecar and node metadata disagree on the module of",
              [k for k in keys if k in nodes and k in tagged.node_modules
               and nodes[k].get("module") != tagged.node_modules[k]])
     _limited(problems, "sidecar lists nodes the graph lacks", [k for k in nodes if k not in set(keys)])
-    modules = sidecar.get("modules") if isinstance(sidecar.get("modules"), dict) else {}
+    found_modules = sidecar.get("modules")
+    modules: dict = found_modules if isinstance(found_modules, dict) else {}
     module_tags = {entry.get("tag") for entry in modules.values() if isinstance(entry, dict)}
     _limited(problems, "tags that are no module of the sidecar",
              sorted({t for t in tagged.node_tags.values() if t not in module_tags}))
