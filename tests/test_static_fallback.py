@@ -15,8 +15,9 @@ from modelexport_core.sidecar import validate_sidecar
 
 
 class BatchBakingModel(torch.nn.Module):
-    """Exports only static: a branch on values (torch.export cannot capture it) and a size read as a Python
-    int (a trace bakes it, so a dynamic file fails at another batch size)."""
+    """Exports only static: no compiled path (every torch.export method refuses it), a branch on values (an FX
+    trace cannot take it) and a size read as a Python int (a TorchScript trace bakes it, so a dynamic file
+    fails at another batch size)."""
 
     def __init__(self, width: int = 8):
         super().__init__()
@@ -24,6 +25,8 @@ class BatchBakingModel(torch.nn.Module):
         self.out = torch.nn.Linear(width, 3)
 
     def forward(self, x):
+        if torch.compiler.is_compiling():
+            raise RuntimeError("no compiled path")
         h = self.proj(x)
         if h.abs().sum() >= 0:  # always true, but only known from the values
             h = h * 2

@@ -346,14 +346,18 @@ def _verify(run: ExportRun, tagged: TaggedFile) -> None:
     checks = verification.checks
     if static and not verification.passed and checks[0].passed:
         raise AttemptFailed(
-            f"it matches PyTorch at the example but differs by {verification.max_abs_diff:.3g} on random inputs of "
-            "the same shape: the file keeps a choice the model made from the example's values (routing, control "
-            "flow), so no export is right for other inputs", verification.max_abs_diff)
+            f"it matches PyTorch at the example but {_second_check_failure(verification.max_abs_diff)} on random "
+            "inputs of the same shape: the file keeps a choice the model made from the example's values (routing, "
+            "control flow), so no export is right for other inputs", verification.max_abs_diff)
     if not verification.passed:
         raise AttemptFailed(
             f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} (tolerance {run.options.atol:g})",
             verification.max_abs_diff,
         )
+
+
+def _second_check_failure(max_abs_diff: float) -> str:
+    return "onnxruntime cannot run it" if max_abs_diff == float("inf") else f"differs by {max_abs_diff:.3g}"
 
 
 def _try_strategy(run: ExportRun, info: StrategyInfo) -> TaggedFile:
