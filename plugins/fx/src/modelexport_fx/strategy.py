@@ -134,6 +134,7 @@ class FxStrategy(TaggingStrategy):
             node_modules=attribution.node_modules,
             evidence=attribution.evidence,
             exporter="dynamo",
+            value_dependent=method == DRAFT_EXPORT,
             context=captured_ctx if pinned or method == DRAFT_EXPORT else None,
             details={
                 "front_end": front_end,
