@@ -1,4 +1,4 @@
-"""A hand-written norm that reads its normalized shape from the input exports with every strategy."""
+"""Size arguments the TorchScript path must make constants: a normalized shape read from the input, negative permute dims."""
 
 from __future__ import annotations
 
@@ -62,3 +62,25 @@ def test_layer_norm_of_the_inputs_own_shape_exports_with_dynamic_axes_and_tags_t
     disagreeing = [n for n, module in reference.items() if not modules[module]["tag"].startswith(nodes[n]["tag"])]
     assert disagreeing == []
 
+
+
+class NegativePermute(torch.nn.Module):
+    """``permute`` with negative dims, as chunked scans write it."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):  # (batch, a, b, 4)
+        return self.proj(x).permute(0, -2, -1, 1)
+
+
+@pytest.mark.parametrize("strategy", ["builtin_tracking", "usage_based"])
+def test_permute_with_negative_dims_exports_with_the_torchscript_strategies(tmp_path, strategy):
+    torch.manual_seed(0)
+    report = export_module(NegativePermute().eval(), (torch.randn(2, 3, 5, 4),), tmp_path / "p.onnx",
+                           strategies=[strategy])
+    graph = onnx.load(str(report.onnx_path), load_external_data=False)
+    perms = [list(a.ints) for n in graph.graph.node if n.op_type == "Transpose" for a in n.attribute if a.name == "perm"]
+    assert perms == [[0, 2, 3, 1]]
+    assert report.verification.passed and len(report.verification.checks) == 2

@@ -9,6 +9,8 @@ without the cast to integers that PyTorch applies, into a graph onnxruntime reje
 in hand-written models) gets, under dynamic axes, a list of traced sizes where torch's
 translation wants constants, and the export fails; the translation here reads those sizes
 from the input's static type (only their count matters when weight and bias are given).
+``aten::permute`` with negative dims is written with them as they are into ``Transpose``'s
+``perm``, which onnxruntime refuses to load; they are made non-negative from the input's rank.
 All are written here from standard ONNX ops (opset 13 and above, layer_norm from opset 9) and
 registered once per process, before a TorchScript export.
 """
@@ -20,6 +22,7 @@ from typing import Any
 _REGISTERED = False
 SINCE_OPSET = 13
 LAYER_NORM_OPSETS = (9, 17)
+PERMUTE_SINCE_OPSET = 9  # torch translates it at opset 9 only
 _INT64_MAX = 2**63 - 1
 
 
@@ -148,6 +151,20 @@ def layer_norm_symbolic(g: Any, input: Any, normalized_shape: Any, weight: Any, 
     return translate(g, input, shape, weight, bias, eps, cudnn_enable)
 
 
+def permute_symbolic(g: Any, self: Any, dims: Any) -> Any:
+    """``aten::permute`` with negative dims (``x.permute(0, -2, -1, 1)``) made non-negative from the input's rank:
+    torch's translation writes them into ``Transpose``'s ``perm`` as they are, which ONNX does not allow."""
+    from torch.onnx import symbolic_helper
+
+    perm = list(symbolic_helper._get_const(dims, "is", "dims"))
+    if any(d < 0 for d in perm):
+        rank = symbolic_helper._get_tensor_rank(self) or len(perm)
+        perm = [d % rank for d in perm]
+    if perm == list(range(len(perm))):
+        return self
+    return g.op("Transpose", self, perm_i=perm)
+
+
 def register_missing_symbolics() -> None:
     """Register the translations above with the TorchScript exporter (once per process)."""
     global _REGISTERED
@@ -158,6 +175,7 @@ def register_missing_symbolics() -> None:
     register_custom_op_symbolic("aten::diff", diff_symbolic, SINCE_OPSET)
     register_custom_op_symbolic("aten::histc", histc_symbolic, SINCE_OPSET)
     register_custom_op_symbolic("aten::cumsum", cumsum_symbolic, SINCE_OPSET)
+    register_custom_op_symbolic("aten::permute", permute_symbolic, PERMUTE_SINCE_OPSET)
     for opset in LAYER_NORM_OPSETS:  # each opset torch translates it at, or torch's own wins from that opset on
         register_custom_op_symbolic("aten::layer_norm", layer_norm_symbolic, opset)
     _REGISTERED = True
