@@ -111,6 +111,32 @@ def _text(**extra: Any) -> Callable[[int], Inputs]:
     return lambda batch: text_inputs(batch, **extra)
 
 
+def _long_text(length: int) -> Callable[[int], Inputs]:
+    """Token ids and a mask of ``length`` tokens (block-sparse attention needs several blocks)."""
+
+    def inputs(batch: int) -> Inputs:
+        ids = _token_ids(batch, length)
+        mask = _padded_mask(batch, length)
+        ids[mask == 0] = 0
+        return {"input_ids": ids, "attention_mask": mask}
+
+    return inputs
+
+
+def _with_global_tokens(inputs: Callable[[int], Inputs]) -> Callable[[int], Inputs]:
+    """``inputs`` and a ``global_attention_mask`` that makes the first token attend globally."""
+
+    def with_global(batch: int) -> Inputs:
+        import torch
+
+        made = inputs(batch)
+        global_mask = torch.zeros_like(made["input_ids"])
+        global_mask[:, 0] = 1
+        return {**made, "global_attention_mask": global_mask}
+
+    return with_global
+
+
 def _images(size: int = 32) -> Callable[[int], Inputs]:
     return lambda batch: image_inputs(batch, size)
 
@@ -375,6 +401,36 @@ def _entries() -> list[ZooModel]:
                     dict(_DECODER, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
                          shared_expert_intermediate_size=16, decoder_sparse_step=1), _text(with_mask=False)),
                  "Qwen2-MoE: 4 routed experts and a shared expert"),
+        ZooModel("switch_transformers", "moe",
+                 tf("SwitchTransformersConfig", "SwitchTransformersModel",
+                    dict(vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=37, num_layers=2, num_decoder_layers=2,
+                         num_heads=4, num_experts=4, encoder_sparse_step=1, decoder_sparse_step=1, use_cache=False,
+                         pad_token_id=0, decoder_start_token_id=0), seq2seq_inputs),
+                 "Switch Transformers: top-1 switch routing to 4 experts in every layer, encoder and decoder"),
+        # long-sequence attention
+        ZooModel("big_bird", "encoder",
+                 tf("BigBirdConfig", "BigBirdModel",
+                    dict(_BERTLIKE, attention_type="block_sparse", block_size=4, num_random_blocks=1),
+                    _long_text(32)),
+                 "BigBird: block-sparse attention (blocks of 4, one random block), 32 tokens"),
+        ZooModel("longformer", "encoder",
+                 tf("LongformerConfig", "LongformerModel", dict(_BERTLIKE, attention_window=4, pad_token_id=1),
+                    _with_global_tokens(_text())),
+                 "Longformer: sliding-window attention (window 4) with a global first token"),
+        ZooModel("led", "encoder-decoder",
+                 tf("LEDConfig", "LEDModel",
+                    dict(vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                         decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, attention_window=4,
+                         max_encoder_position_embeddings=64, max_decoder_position_embeddings=64, use_cache=False,
+                         pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=2),
+                    _with_global_tokens(seq2seq_inputs)),
+                 "LED: Longformer's sliding-window encoder with a global first token, BART-like decoder"),
+        ZooModel("mamba2", "decoder",
+                 tf("Mamba2Config", "Mamba2Model",
+                    dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, state_size=16, expand=2, head_dim=8,
+                         num_heads=8, n_groups=1, chunk_size=4, use_cache=False, pad_token_id=0, bos_token_id=1,
+                         eos_token_id=2), _text(with_mask=False)),
+                 "Mamba2: chunked state-space scan (chunks of 4), no attention"),
         # encoder-decoders
         ZooModel("t5", "encoder-decoder",
                  tf("T5Config", "T5Model",

@@ -70,11 +70,13 @@ def test_fallback_chain_records_every_attempt(installed_example, tmp_path):
     completed = _cli(["export", f"{factory}:make", str(tmp_path / "m.onnx"), "-s", "whole_model,builtin_tracking"],
                      installed_example)
     assert completed.returncode != 0
-    # one line per attempt, nothing else (no exporter dump)
+    # one line per attempt, nothing else (no exporter dump); each failed strategy is tried again static
     lines = completed.stderr.strip().splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 4
     assert lines[0].startswith("error: every strategy failed; whole_model failed:")
     assert lines[1].startswith("error: builtin_tracking failed:") and "cannot be traced" in lines[1]
+    assert lines[2].startswith("error: whole_model (static) failed:")
+    assert lines[3].startswith("error: builtin_tracking (static) failed:") and "cannot be traced" in lines[3]
     assert not (tmp_path / "m.onnx").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["f.py"]
 
 

@@ -91,10 +91,10 @@ def _user_errors(verbose: bool = False) -> Iterator[None]:
                 # one line per attempt and nothing more, the first saying that the whole chain failed
                 for i, attempt in enumerate(attempts[:-1]):
                     lead = "every strategy failed; " if i == 0 else ""
-                    err_console.print("[bold red]error:[/] " + _escape(f"{lead}{attempt.strategy} {attempt.status}: "
+                    err_console.print("[bold red]error:[/] " + _escape(f"{lead}{attempt.label} {attempt.status}: "
                                       f"{attempt.reason}"), highlight=False, soft_wrap=True)
                 last = attempts[-1]
-                _fail(f"{last.strategy} {last.status}: {last.reason}")
+                _fail(f"{last.label} {last.status}: {last.reason}")
             _fail(str(error))
         except KeyboardInterrupt:
             _fail("interrupted; nothing was written", 130)
@@ -137,7 +137,7 @@ def _print_details(attempts: list) -> None:
     """Each failed attempt's whole message (the exporter's own), for ``--verbose``."""
     for attempt in attempts:
         if attempt.status != "ok" and (attempt.detail or attempt.reason):
-            err_console.rule(f"{attempt.strategy} {attempt.status}", style="dim")
+            err_console.rule(f"{attempt.label} {attempt.status}", style="dim")
             err_console.print(attempt.detail or attempt.reason, highlight=False, markup=False, soft_wrap=True)
 
 
@@ -169,7 +169,7 @@ def _print_report(report, as_json: bool, verbose: bool = False) -> None:
         _print_details(report.attempts)
     for attempt in report.attempts:
         if attempt.status != "ok":
-            _warn(f"strategy {attempt.strategy} {attempt.status}: {attempt.reason}")
+            _warn(f"strategy {attempt.label} {attempt.status}: {attempt.reason}")
     for note in report.notes:
         _warn(note)
     if report.verification is not None and report.verification.skipped:

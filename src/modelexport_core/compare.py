@@ -10,13 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .context import make_context
-from .errors import AllStrategiesFailedError, ModelExportError
 from .export import (
     ExportOptions,
     example_inputs,
+    export_attempt,
     node_evidence,
     node_tags_from_result,
-    run_strategies,
     strategy_chain,
 )
 from .models import LoadedModel
@@ -105,15 +104,10 @@ def compare_one(
 
     attempt_dir = workdir / info.name
     attempt_dir.mkdir()
-    try:
-        _, result, onnx_path, _ = run_strategies(
-            ctx, [info], attempt_dir, "model.onnx", {k: v for k, v in options.strategy_options.items() if k == info.name}
-        )
-    except AllStrategiesFailedError as error:
-        reason = str(error).split(f"{info.name}: ", 1)[-1].rstrip(")")
-        return StrategyComparison(info.name, "failed", reason, seconds=time.perf_counter() - started), 0.0, 0.0
-    except ModelExportError as error:
-        return StrategyComparison(info.name, "failed", str(error)), 0.0, 0.0
+    attempt = export_attempt(info, ctx, attempt_dir, "model.onnx", options.strategy_options.get(info.name, {}))
+    if not attempt.ok:
+        return StrategyComparison(info.name, "failed", attempt.reason, seconds=time.perf_counter() - started), 0.0, 0.0
+    result, onnx_path = attempt.value
     model = load_graph(onnx_path)
     node_tags = node_tags_from_result(model, result, tags)
     write_tags(model, node_tags, strategy=info.name)

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Callable
 from .context import make_context
 from .errors import (
     AllStrategiesFailedError,
-    ModelExportError,
     ModelMismatchError,
     OutputPathError,
     StrategyOptionError,
     VerificationError,
 )
-from .errors import first_line, full_text
+from .errors import first_line
+from .fallback import AttemptFailed, AttemptResult, chain_error, first_success, run_attempt
 from .graph import fill_missing_modules, node_key, strip_wrapper_names
 from .inputs import inputs_from_config, inputs_from_tokenizer, merge_input_specs, read_input_specs
 from .models import LoadedModel
@@ -29,7 +29,7 @@ from .options import resolve_options
 from .plugins import StrategyInfo, get_strategies, get_strategy
 from .records import RECORDS_STRATEGY, read_records, records_result
 from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
-from .strategy import ExportContext, StrategyFailed, StrategyUnavailable, TaggingResult
+from .strategy import ExportContext, TaggingResult
 from .source_paths import strip_source_paths
 from .tags import HierarchyTags
 from .verify import Verification, verify
@@ -164,6 +164,39 @@ class ExportRun:
     output: Path
     workdir: Path
     progress: Progress = _quiet
+    static_fallback: "StaticFallback | None" = None  # set for the chain's last resort
+
+
+@dataclass(frozen=True)
+class StaticFallback:
+    """The chain's last resort: every axis exported static at the user's example, and why."""
+
+    axes: dict[str, dict[int, str]]  # the axes the user's export would have had dynamic
+    reason: str
+
+    def record(self) -> dict[str, Any]:
+        """The sidecar's ``export.static_fallback``."""
+        return {"axes": {name: {str(axis): dim for axis, dim in dims.items()} for name, dims in self.axes.items()},
+                "reason": self.reason, "checks": ["the example", "random inputs of the example's shape"]}
+
+
+def static_fallback_run(run: ExportRun, dynamic_attempts: list[Attempt]) -> ExportRun:
+    """``run`` with every axis static at the user's example, and the one line that says which and why."""
+    ctx = run.ctx
+    sizes = {name: tensor.shape for name, tensor in zip(ctx.input_names, ctx.user_args)}
+    axes = ", ".join(f"{name} axis {axis} ({dim!r}) = {sizes[name][axis]}"
+                     for name, dims in ctx.dynamic_axes.items() for axis, dim in sorted(dims.items()))
+    failures = "; ".join(f"{a.strategy}: {_shortened(a.reason)}" for a in dynamic_attempts)
+    reason = f"no strategy exported and verified it with dynamic axes ({failures})"
+    note = f"every axis is exported static at the example's sizes ({axes}): {reason}"
+    static_ctx = replace(ctx, args=ctx.user_args, dynamic_axes={}, notes=ctx.notes + (note,))
+    fallback = StaticFallback(dict(ctx.dynamic_axes), reason)
+    return replace(run, ctx=static_ctx, static_fallback=fallback,
+                   options=replace(run.options, verify=True))
+
+
+def _shortened(reason: str, limit: int = 160) -> str:
+    return reason if len(reason) <= limit else reason[: limit - 3] + "..."
 
 
 @dataclass
@@ -178,14 +211,6 @@ class TaggedFile:
     node_tags: dict[str, NodeTag]
     verification: Verification | None = None
     evidence: dict[str, str] = field(default_factory=dict)
-
-
-class AttemptFailed(Exception):
-    """An attempt whose file failed the checker or verification; the chain goes on."""
-
-    def __init__(self, reason: str, max_abs_diff: float | None = None):
-        super().__init__(reason)
-        self.max_abs_diff = max_abs_diff
 
 
 def _sidecar_document(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt]) -> dict[str, Any]:
@@ -223,6 +248,7 @@ def _sidecar_document(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt
         "doc_string": options.doc_string,
         "viewer_keys": options.viewer_keys,
         "source_paths_stripped": options.strip_source_paths,
+        **({"static_fallback": run.static_fallback.record()} if run.static_fallback else {}),
         "verification": None
         if verification is None
         else {"atol": verification.atol, "max_abs_diff": verification.max_abs_diff, "passed": verification.passed,
@@ -262,66 +288,25 @@ def _export_attempt(info: StrategyInfo, ctx: ExportContext, onnx_path: Path) -> 
     return strategy.export(ctx, onnx_path)
 
 
-def _failed_attempt(name: str, error: BaseException, seconds: float) -> Attempt:
-    """The record of a failed attempt: one line for people, the whole message for the sidecar."""
-    if isinstance(error, StrategyUnavailable):
-        return Attempt(name, "unavailable", first_line(error), detail=_detail(error), seconds=seconds)
-    if isinstance(error, AttemptFailed):
-        return Attempt(name, "failed", str(error), max_abs_diff=error.max_abs_diff, seconds=seconds)
-    if isinstance(error, (StrategyFailed, ModelExportError)):
-        return Attempt(name, "failed", first_line(error), detail=_detail(error), seconds=seconds)
-    # a strategy's bug must not stop the chain; its reason is reported
-    return Attempt(name, "failed", f"{type(error).__name__}: {first_line(error)}", detail=full_text(error), seconds=seconds)
+def export_attempt(
+    info: StrategyInfo, ctx: ExportContext, workdir: Path, onnx_name: str, strategy_options: dict[str, str],
+) -> AttemptResult[tuple[TaggingResult, Path]]:
+    """One strategy's export into ``workdir`` (untagged, unverified), as an attempt's result."""
+    attempt_dir = workdir / info.name
+    attempt_dir.mkdir()
+    onnx_path = attempt_dir / onnx_name
 
+    def step() -> tuple[TaggingResult, Path]:
+        attempt_ctx = replace(ctx, options=resolve_options(info.strategy, strategy_options))
+        return _export_attempt(info, attempt_ctx, onnx_path), onnx_path
 
-def _detail(error: BaseException) -> str:
-    detail = getattr(error, "detail", "") or (full_text(error.__cause__) if error.__cause__ else "")
-    return detail if detail and detail.strip() != str(error).strip() else ""
-
-
-def run_strategies(
-    ctx: ExportContext,
-    chain: list[StrategyInfo],
-    workdir: Path,
-    onnx_name: str,
-    strategy_options: dict[str, dict[str, str]],
-    progress: Progress = _quiet,
-) -> tuple[StrategyInfo, TaggingResult, Path, list[Attempt]]:
-    """Export with each strategy in turn until one writes a file (untagged, unverified); every attempt is recorded."""
-    attempts: list[Attempt] = []
-    _check_option_targets(chain, strategy_options)
-    for info in chain:
-        progress(f"exporting with {info.name}")
-        attempt_ctx = replace(ctx, options=resolve_options(info.strategy, strategy_options.get(info.name, {})))
-        attempt_dir = workdir / info.name
-        attempt_dir.mkdir()
-        started = time.perf_counter()
-        try:
-            result = _export_attempt(info, attempt_ctx, attempt_dir / onnx_name)
-        except Exception as error:
-            attempts.append(_failed_attempt(info.name, error, round(time.perf_counter() - started, 3)))
-            continue
-        attempts.append(Attempt(info.name, "ok", seconds=round(time.perf_counter() - started, 3)))
-        return info, result, attempt_dir / onnx_name, attempts
-    raise chain_error(attempts, named=False)
+    return run_attempt(info.name, step)
 
 
 def _check_option_targets(chain: list[StrategyInfo], strategy_options: dict[str, dict[str, str]]) -> None:
     unknown = sorted(set(strategy_options) - {info.name for info in chain})
     if unknown:
         raise StrategyOptionError(f"option given for {unknown[0]!r}, which is not among the strategies tried")
-
-
-def chain_error(attempts: list[Attempt], named: bool, what: str = "export") -> ModelExportError:
-    """The error when no attempt succeeded: the one strategy's own, or every attempt on a line of its own."""
-    if named and len(attempts) == 1:
-        attempt = attempts[0]
-        if attempt.max_abs_diff is not None:
-            return VerificationError(
-                f"{attempt.strategy}: {attempt.reason}; rerun with --atol or --no-verify to keep the file", attempts)
-        return AllStrategiesFailedError(f"{attempt.strategy} could not {what} the model: {attempt.reason}", attempts)
-    lines = "".join(f"\n  {a.strategy} {a.status}: {a.reason}" for a in attempts)
-    return AllStrategiesFailedError(f"every strategy failed:{lines}", attempts)
 
 
 def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: Path, rename: bool) -> TaggedFile:
@@ -355,11 +340,18 @@ def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: P
 
 def _verify(run: ExportRun, tagged: TaggedFile) -> None:
     """Run the tagged file in onnxruntime against PyTorch; a difference over the tolerance fails the attempt."""
+    static = run.static_fallback is not None or tagged.result.value_dependent
     try:
-        verification = verify(tagged.onnx_path, tagged.ctx, run.options.atol)
+        verification = verify(tagged.onnx_path, tagged.ctx, run.options.atol, same_shape_second=static)
     except VerificationError as error:
         raise AttemptFailed(str(error), float("inf")) from error
     tagged.verification = verification
+    checks = verification.checks
+    if static and not verification.passed and checks[0].passed:
+        raise AttemptFailed(
+            f"it matches PyTorch at the example but {_second_check_failure(verification.max_abs_diff)} on random "
+            f"inputs of {'another' if tagged.ctx.dynamic_axes else 'the same'} shape: the file keeps a choice the model made from the example's values (routing, "
+            "control flow), so no export is right for other inputs", verification.max_abs_diff)
     if not verification.passed:
         raise AttemptFailed(
             f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} (tolerance {run.options.atol:g})",
@@ -367,13 +359,17 @@ def _verify(run: ExportRun, tagged: TaggedFile) -> None:
         )
 
 
+def _second_check_failure(max_abs_diff: float) -> str:
+    return "onnxruntime cannot run it" if max_abs_diff == float("inf") else f"differs by {max_abs_diff:.3g}"
+
+
 def _try_strategy(run: ExportRun, info: StrategyInfo) -> TaggedFile:
     """Export, tag, check and verify with one strategy; raises what made the attempt fail."""
     ctx = replace(run.ctx, options=resolve_options(info.strategy, run.options.strategy_options.get(info.name, {})))
-    attempt_dir = run.workdir / info.name
+    attempt_dir = run.workdir / (f"{info.name}-static" if run.static_fallback else info.name)
     attempt_dir.mkdir()
     onnx_path = attempt_dir / run.output.name
-    run.progress(f"exporting with {info.name}")
+    run.progress(f"exporting with {info.name}" + (" (every axis static)" if run.static_fallback else ""))
     result = _export_attempt(info, ctx, onnx_path)
     run.progress(f"tagging and checking the {info.name} export")
     tagged = _tag_file(run, info.name, result, onnx_path, rename=True)
@@ -381,6 +377,10 @@ def _try_strategy(run: ExportRun, info: StrategyInfo) -> TaggedFile:
         run.progress(f"verifying the {info.name} export with onnxruntime")
         _verify(run, tagged)
     return tagged
+
+
+def _measured(tagged: TaggedFile) -> float | None:
+    return tagged.verification.max_abs_diff if tagged.verification else None
 
 
 def _publish(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt], started: float) -> ExportReport:
@@ -449,16 +449,20 @@ def export_model(
         run = ExportRun(loaded, ctx, tags, options, output, workdir, progress)
         try:
             attempts: list[Attempt] = []
-            for info in chain:
-                attempt_started = time.perf_counter()
-                try:
-                    tagged = _try_strategy(run, info)
-                except Exception as error:
-                    attempts.append(_failed_attempt(info.name, error, round(time.perf_counter() - attempt_started, 3)))
-                    continue
-                attempts.append(Attempt(info.name, "ok", seconds=round(time.perf_counter() - attempt_started, 3),
-                                        max_abs_diff=tagged.verification.max_abs_diff if tagged.verification else None))
-                return _publish(run, tagged, attempts, started)
+            success = first_success(chain, lambda info: _try_strategy(run, info), attempts, measured=_measured)
+            if success is not None:
+                return _publish(run, success.value, attempts, started)
+            retry = [info for info, attempt in zip(chain, attempts) if attempt.status == "failed"]
+            if not ctx.dynamic_axes or not retry:
+                raise chain_error(attempts, named=bool(options.strategies))
+            # the last resort: every axis static at the user's example, verified at it and at a second input
+            static_run = static_fallback_run(run, attempts)
+            static_attempts: list[Attempt] = []
+            success = first_success(retry, lambda info: _try_strategy(static_run, info), static_attempts,
+                                    measured=_measured)
+            attempts += [replace(attempt, static=True) for attempt in static_attempts]
+            if success is not None:
+                return _publish(static_run, success.value, attempts, started)
             raise chain_error(attempts, named=bool(options.strategies))
         finally:
             close_work_folder(workdir)
@@ -527,10 +531,10 @@ def tag_existing(
             progress("reading the file's own module records")
             records = read_records(source, [name for name, _ in loaded.model.named_modules()])
             if records is not None:
-                attempt_started = time.perf_counter()
-                tagged = tag_copy(RECORDS_STRATEGY, records_result(records))
-                attempts.append(Attempt(RECORDS_STRATEGY, "ok", seconds=round(time.perf_counter() - attempt_started, 3)))
-                return _publish(run, tagged, attempts, started)
+                recorded = run_attempt(RECORDS_STRATEGY, lambda: tag_copy(RECORDS_STRATEGY, records_result(records)),
+                                       stop_on=(Exception,))
+                attempts.append(recorded.attempt)
+                return _publish(run, recorded.value, attempts, started)
             attempts.append(Attempt(RECORDS_STRATEGY, "unavailable",
                                     "the file carries no whole module records (its nodes renamed or rebuilt); inferring"))
             chain = sorted((info for info in chain if info.can_tag_existing), key=lambda info: (-info.tag_priority, info.name))
@@ -538,20 +542,14 @@ def tag_existing(
                 raise AllStrategiesFailedError(
                     "the file carries no whole module records and no installed strategy can tag an existing file; "
                     "install one such as modelexport-usage-based")
-        for info in chain:
+        def tag_with(info: StrategyInfo) -> TaggedFile:
             progress(f"tagging with {info.name}")
-            attempt_started = time.perf_counter()
             strategy_ctx = replace(ctx, options=resolve_options(info.strategy, options.strategy_options.get(info.name, {})))
-            try:
-                result = info.strategy().tag_onnx(strategy_ctx, with_weights)
-                tagged = tag_copy(info.name, result)
-            except ModelMismatchError:
-                raise
-            except Exception as error:
-                attempts.append(_failed_attempt(info.name, error, round(time.perf_counter() - attempt_started, 3)))
-                continue
-            attempts.append(Attempt(info.name, "ok", seconds=round(time.perf_counter() - attempt_started, 3)))
-            return _publish(run, tagged, attempts, started)
+            return tag_copy(info.name, info.strategy().tag_onnx(strategy_ctx, with_weights))
+
+        success = first_success(chain, tag_with, attempts, stop_on=(ModelMismatchError,))
+        if success is not None:
+            return _publish(run, success.value, attempts, started)
         raise chain_error(attempts, named=bool(options.strategies), what="tag")
     finally:
         close_work_folder(workdir)

@@ -30,10 +30,18 @@ class Attempt:
     detail: str = ""
     max_abs_diff: float | None = None
     seconds: float = 0.0
+    static: bool = False  # made in the chain's last resort, every axis static at the user's example
+
+    @property
+    def label(self) -> str:
+        """The strategy's name, marked ``(static)`` for an attempt of the static last resort."""
+        return f"{self.strategy} (static)" if self.static else self.strategy
 
     def record(self) -> dict[str, Any]:
         """The sidecar's entry for this attempt."""
         entry: dict[str, Any] = {"strategy": self.strategy, "status": self.status, "reason": self.reason}
+        if self.static:
+            entry["static"] = True
         if self.detail:
             entry["detail"] = self.detail
         if self.max_abs_diff is not None:

@@ -139,6 +139,9 @@ class TaggingResult:
     also: dict[str, list[str]] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     context: ExportContext | None = None
+    value_dependent: bool = False
+    """The capture answered questions the model's code asks of tensor values from the example's values (a
+    draft export): the core then also verifies the file on random inputs of the example's shape."""
     evidence: dict[str, str] = field(default_factory=dict)
     """How each node's module was decided, by node name: one of :data:`EVIDENCE` or a word of the
     strategy's own. Nodes left out of ``node_modules`` are filled from their neighbours by the core."""

@@ -40,12 +40,12 @@ def test_discovered_through_its_entry_point():
     assert info.strategy is FxStrategy
     assert info.priority == 300
     assert info.strategy.requires and info.strategy.description
-    assert {o.name for o in info.strategy.options} == {"optimize", "opset", "symbolic_trace_fallback", "math_sdpa"}
+    assert {o.name for o in info.strategy.options} == {"optimize", "opset", "capture", "math_sdpa"}
 
 
 def test_model_torch_export_rejects_fails_in_one_line(tmp_path):
     with pytest.raises(StrategyFailed) as failure:
-        FxStrategy().export(_data_dependent_context(), tmp_path / "m.onnx")
+        FxStrategy().export(_data_dependent_context(capture="non_strict"), tmp_path / "m.onnx")
     reason = str(failure.value)
     assert "\n" not in reason and len(reason) <= 500
     assert reason.startswith("torch.export could not capture the model")
@@ -54,9 +54,9 @@ def test_model_torch_export_rejects_fails_in_one_line(tmp_path):
     assert not (tmp_path / "m.onnx").exists()
 
 
-def test_symbolic_trace_fallback_reports_both_reasons(tmp_path):
+def test_capture_methods_that_all_fail_report_the_first_reason_and_the_others_tried(tmp_path):
     with pytest.raises(StrategyFailed) as failure:
-        FxStrategy().export(_data_dependent_context(symbolic_trace_fallback=True), tmp_path / "m.onnx")
+        FxStrategy().export(_data_dependent_context(capture="non_strict,symbolic_trace"), tmp_path / "m.onnx")
     reason = str(failure.value)
     assert "\n" not in reason
     assert "torch.export" in reason and "symbolic_trace" in reason
@@ -68,7 +68,7 @@ def test_symbolic_trace_front_end_tags_like_pytorch(tmp_path, monkeypatch):
 
     monkeypatch.setattr(capture, "export_program", refuse)
     model, inputs = HARD_CASES["reused_module"]()
-    ctx = make_context(model, inputs, options={"symbolic_trace_fallback": True})
+    ctx = make_context(model, inputs, options={"capture": "non_strict,symbolic_trace"})
     result = FxStrategy().export(ctx, tmp_path / "m.onnx")
     assert result.details["front_end"] == "torch.fx.symbolic_trace"
     import onnx

@@ -1,19 +1,23 @@
-"""FX front ends: the model as an explicit graph whose every node records its module stack.
+"""Capture methods: the model as an explicit graph whose every node records its module stack.
 
-The main front end is ``torch.export`` in non-strict mode: it runs the model's Python
-with fake tensors and records, on each node, the ``nn_module_stack`` of module calls
-it sits in. The second front end, for plain models torch.export cannot capture, is
-``torch.fx.symbolic_trace`` (its tracer records the same ``nn_module_stack``); the
-traced GraphModule is then handed to torch.export, which keeps those records, so both
-front ends end in an ExportedProgram the dynamo ONNX exporter takes.
+They are tried in order, as torch.onnx's own exporter tries its capture strategies:
+``torch.export`` non-strict (runs the model's Python on fake tensors), strict (TorchDynamo
+reads the bytecode), ``draft_export`` (non-strict, but data-dependent questions are
+answered from the example's values and reported instead of failing), and a graph traced
+by ``torch.fx.symbolic_trace`` handed to torch.export (for plain models the others refuse).
+Every method records on each node the ``nn_module_stack`` of module calls it sits in, and
+each ends in an ExportedProgram the dynamo ONNX exporter takes. A method's failure is its
+one-line reason; the next is tried. Verification of the file catches a draft export whose
+answers from the example do not hold for other inputs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import keyword
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
 from modelexport_core import ExportContext
@@ -26,13 +30,22 @@ if TYPE_CHECKING:
 TORCH_EXPORT = "torch.export"
 SYMBOLIC_TRACE = "torch.fx.symbolic_trace"
 
+NON_STRICT = "non_strict"
+STRICT = "strict"
+DRAFT_EXPORT = "draft_export"
+TRACED_GRAPH = "symbolic_trace"
+CAPTURE_METHODS = (NON_STRICT, STRICT, DRAFT_EXPORT, TRACED_GRAPH)
+"""The capture methods in the order they are tried."""
+
 
 @dataclass
 class Capture:
-    """An ExportedProgram of the context's module and the front end that made it."""
+    """An ExportedProgram of the context's module, the method that made it and why earlier methods failed."""
 
     program: "torch.export.ExportedProgram"
     front_end: str
+    method: str = NON_STRICT
+    failures: dict[str, str] = field(default_factory=dict)  # method -> one-line reason, in the order tried
 
 
 @contextlib.contextmanager
@@ -67,13 +80,125 @@ def math_sdpa(enabled: bool) -> Iterator[None]:
             enable(saved[name])
 
 
-def export_program(ctx: ExportContext) -> "torch.export.ExportedProgram":
-    """``torch.export.export`` (non-strict) of the context's wrapper with its dynamic axes."""
+def export_program(ctx: ExportContext, strict: bool = False) -> "torch.export.ExportedProgram":
+    """``torch.export.export`` of the context's wrapper with its dynamic axes (non-strict unless ``strict``)."""
     import torch
 
-    return torch.export.export(
-        ctx.module, tuple(ctx.args), dynamic_shapes=export_dynamic_shapes(ctx, varargs=True), strict=False
-    )
+    with exporter_gaps_patched(), torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        return torch.export.export(
+            ctx.module, tuple(ctx.args), dynamic_shapes=export_dynamic_shapes(ctx, varargs=True), strict=strict
+        )
+
+
+def strict_program(ctx: ExportContext) -> "torch.export.ExportedProgram":
+    """``torch.export.export(strict=True)``: TorchDynamo reads the model's bytecode."""
+    return export_program(ctx, strict=True)
+
+
+def draft_program(ctx: ExportContext) -> "torch.export.ExportedProgram":
+    """``torch.export.draft_export``: data-dependent questions answered from the example's values."""
+    import torch
+
+    with exporter_gaps_patched():
+        return torch.export.draft_export(
+            ctx.module, tuple(ctx.args), dynamic_shapes=export_dynamic_shapes(ctx, varargs=True)
+        )
+
+
+def capture_program(ctx: ExportContext, methods: tuple[str, ...]) -> Capture:
+    """The first program one of ``methods`` makes, in order; raises :class:`CaptureFailed` with every reason."""
+    from .reasons import one_line_reason
+
+    makers = {NON_STRICT: export_program, STRICT: strict_program, DRAFT_EXPORT: draft_program,
+              TRACED_GRAPH: symbolic_trace_program}
+    failures: dict[str, str] = {}
+    for method in methods:
+        try:
+            with _quiet_capture():
+                program = makers[method](ctx)
+        except Exception as error:  # each method's failure is a reason; the next method is tried
+            failures[method] = one_line_reason(error)
+            continue
+        return Capture(program, SYMBOLIC_TRACE if method == TRACED_GRAPH else TORCH_EXPORT, method, failures)
+    raise CaptureFailed(failures)
+
+
+@contextlib.contextmanager
+def _quiet_capture() -> Iterator[None]:
+    """Keep torch's warnings and printouts (a failed capture's partial graph, draft_export's report) off the
+    terminal while capturing; the failure's reason is kept."""
+    import logging
+    import warnings
+
+    names = [name for name in logging.root.manager.loggerDict if name == "torch" or name.startswith("torch.")]
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    try:
+        for logger in loggers:
+            logger.setLevel(logging.ERROR)
+        # torch.export prints the partial graph of a failed capture to sys.stderr itself
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+class CaptureFailed(Exception):
+    """No capture method made a program; ``failures`` holds each method's one-line reason."""
+
+    def __init__(self, failures: dict[str, str]):
+        self.failures = failures
+        super().__init__("; ".join(f"{method}: {reason}" for method, reason in failures.items()))
+
+
+@contextlib.contextmanager
+def exporter_gaps_patched() -> Iterator[None]:
+    """Work around gaps of torch.export that stop common model code, for the length of a capture.
+
+    - ``module.to(dtype)`` called inside ``forward`` (a router casting its own classifier) makes
+      ``nn.Module._apply`` swap each parameter for its converted copy; under torch.export the
+      parameters are fake tensors that torch holds weak references to, and the swap fails
+      ("Cannot swap t1 because it has weakref"). A conversion that changes nothing (every
+      tensor already has the dtype and device asked for) returns the module as it is.
+    - ``torch.jit.isinstance`` (used by library code) is plain ``isinstance``, as torch.onnx does.
+    """
+    import torch
+
+    module_to = torch.nn.Module.to
+    jit_isinstance = torch.jit.isinstance
+
+    def to(self: "torch.nn.Module", *args: Any, **kwargs: Any) -> "torch.nn.Module":
+        if _conversion_changes_nothing(self, args, kwargs):
+            return self
+        return module_to(self, *args, **kwargs)
+
+    try:
+        torch.nn.Module.to = to  # type: ignore[method-assign]
+        torch.jit.isinstance = isinstance  # type: ignore[assignment]
+        yield
+    finally:
+        torch.nn.Module.to = module_to  # type: ignore[method-assign]
+        torch.jit.isinstance = jit_isinstance
+
+
+def _conversion_changes_nothing(module: "torch.nn.Module", args: tuple, kwargs: dict) -> bool:
+    """Whether ``module.to(*args, **kwargs)`` leaves every parameter and buffer as it is."""
+    import torch
+
+    try:
+        device, dtype, _non_blocking, memory_format = torch._C._nn._parse_to(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - arguments torch itself rejects: let the real call say so
+        return False
+    if memory_format is not None:
+        return False
+    for tensor in [*module.parameters(), *module.buffers()]:
+        if device is not None and tensor.device != torch.device(device):
+            return False
+        if dtype is not None and (tensor.is_floating_point() or tensor.is_complex()) and tensor.dtype != dtype:
+            return False
+    return True
 
 
 def _flat_outputs(output: Any) -> list[Any]:
@@ -149,8 +274,9 @@ def symbolic_trace_program(ctx: ExportContext) -> "torch.export.ExportedProgram"
 
     tracer = Tracer()
     root = _tracing_root(ctx)
-    graph = tracer.trace(root)
-    traced = torch.fx.GraphModule(tracer.root, graph)
-    return torch.export.export(
-        traced, tuple(ctx.args), dynamic_shapes=export_dynamic_shapes(ctx, varargs=False), strict=False
-    )
+    with exporter_gaps_patched():
+        graph = tracer.trace(root)
+        traced = torch.fx.GraphModule(tracer.root, graph)
+        return torch.export.export(
+            traced, tuple(ctx.args), dynamic_shapes=export_dynamic_shapes(ctx, varargs=False), strict=False
+        )

@@ -9,6 +9,7 @@ gives each ONNX node its module from the structure, not from a guess over execut
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from modelexport_core import (
     TaggingStrategy,
 )
 
+from .capture import CAPTURE_METHODS, DRAFT_EXPORT, NON_STRICT
 from .reasons import one_line_reason
 from .to_onnx import MIN_OPSET
 
@@ -48,12 +50,12 @@ class FxStrategy(TaggingStrategy):
     name = "fx"
     priority = 300
     description = (
-        "torch.export (non-strict) captures an FX graph whose nodes record their module stack; the dynamo "
+        "torch.export (non-strict, then strict, draft_export, symbolic_trace) captures an FX graph whose nodes record their module stack; the dynamo "
         "exporter converts it and each ONNX node takes its FX node's module (neighbours' for optimizer-made nodes)"
     )
     requires = (
-        "a model torch.export can capture (no Python branching on tensor values), onnxscript and opset >= 18; "
-        "-O fx.symbolic_trace_fallback=true tries torch.fx.symbolic_trace when torch.export cannot"
+        "a model one of its capture methods can capture (torch.export non-strict, strict, draft_export, or a "
+        "torch.fx.symbolic_trace graph), onnxscript and opset >= 18"
     )
     options = (
         StrategyOption(
@@ -67,9 +69,10 @@ class FxStrategy(TaggingStrategy):
             "metadata below it)",
         ),
         StrategyOption(
-            "symbolic_trace_fallback", bool, False,
-            "when torch.export cannot capture the model, capture it with torch.fx.symbolic_trace instead "
-            "(plain models only: no Python control flow on tensor values or shapes)",
+            "capture", str, ",".join(CAPTURE_METHODS),
+            "capture methods to try, in order, comma-separated: non_strict (torch.export, the model's Python on "
+            "fake tensors), strict (TorchDynamo), draft_export (data-dependent questions answered from the "
+            "example), symbolic_trace (a torch.fx.symbolic_trace graph; plain models only)",
         ),
         StrategyOption(
             "math_sdpa", bool, True,
@@ -92,6 +95,7 @@ class FxStrategy(TaggingStrategy):
         from .attribution import attribute_nodes, fx_node_modules, known_module_names
         from .capture import math_sdpa
         from .custom_ops import decompose_custom_ops
+        from .gaps import reflected_subtractions
         from .shapes import dynamic_symbols, specialized_axes
         from .to_onnx import program_to_onnx, save
 
@@ -108,13 +112,19 @@ class FxStrategy(TaggingStrategy):
             symbols = dynamic_symbols(capture.program, captured_ctx) if captured_ctx.dynamic_axes else {}
             ctx = captured_ctx
             program = decompose_custom_ops(capture.program)
+            rewritten = reflected_subtractions(program)
             try:
                 onnx_program, renames = program_to_onnx(program, ctx, opset, optimize)
             except Exception as error:
                 raise StrategyFailed(f"the dynamo ONNX exporter failed: {one_line_reason(error)}") from error
         known = known_module_names(ctx.module)
         fx_modules = fx_node_modules(onnx_program.exported_program, known)
-        front_end = capture.front_end
+        front_end, method, capture_failures = capture.front_end, capture.method, capture.failures
+        if method == DRAFT_EXPORT:
+            captured_ctx = replace(captured_ctx, notes=captured_ctx.notes + (
+                "fx captured the model with torch.export.draft_export: questions its code asks of tensor values "
+                f"were answered from the example's values ({capture_failures.get(NON_STRICT, 'non-strict failed')[:200]})",))
+            ctx = captured_ctx
         del capture, program  # the programs hold graphs and tensors the saved file no longer needs
         save(onnx_program, Path(onnx_path))
         del onnx_program
@@ -124,9 +134,13 @@ class FxStrategy(TaggingStrategy):
             node_modules=attribution.node_modules,
             evidence=attribution.evidence,
             exporter="dynamo",
-            context=captured_ctx if pinned else None,
+            value_dependent=method == DRAFT_EXPORT,
+            context=captured_ctx if pinned or method == DRAFT_EXPORT else None,
             details={
                 "front_end": front_end,
+                "capture_method": method,
+                "capture_failures": capture_failures,
+                "rewrites": {"reflected_subtractions": rewritten},
                 "opset": opset,
                 "optimize": optimize,
                 "dynamic_shapes": {
@@ -141,19 +155,19 @@ class FxStrategy(TaggingStrategy):
         )
 
     def _capture(self, ctx: ExportContext) -> "Capture":
-        """The model's FX program from torch.export, or from symbolic_trace when allowed and needed."""
-        from .capture import SYMBOLIC_TRACE, TORCH_EXPORT, Capture, export_program, symbolic_trace_program
+        """The model's FX program from the first capture method that makes one."""
+        from .capture import CaptureFailed, capture_program
 
+        methods = tuple(m.strip() for m in str(ctx.options.get("capture", ",".join(CAPTURE_METHODS))).split(",")
+                        if m.strip())
+        unknown = [m for m in methods if m not in CAPTURE_METHODS]
+        if unknown or not methods:
+            raise StrategyFailed(f"unknown capture method {unknown[0] if unknown else ''!r}; "
+                                 f"choose from {', '.join(CAPTURE_METHODS)}")
         try:
-            return Capture(export_program(ctx), TORCH_EXPORT)
-        except Exception as error:
-            reason = one_line_reason(error)
-            if not ctx.options.get("symbolic_trace_fallback", False):
-                raise StrategyFailed(f"torch.export could not capture the model: {reason}") from error
-        try:
-            return Capture(symbolic_trace_program(ctx), SYMBOLIC_TRACE)
-        except Exception as error:
-            raise StrategyFailed(
-                f"torch.export could not capture the model ({reason}), nor could torch.fx.symbolic_trace "
-                f"({one_line_reason(error)})"
-            ) from error
+            return capture_program(ctx, methods)
+        except CaptureFailed as error:
+            first, reason = next(iter(error.failures.items()))
+            others = [m for m in error.failures if m != first]
+            tried = f" (also tried: {', '.join(others)})" if others else ""
+            raise StrategyFailed(f"torch.export could not capture the model: {reason}{tried}") from error
