@@ -24,7 +24,11 @@ demo: install
 	$(BIN)/modelexport export preset:bert out/bert.onnx
 	$(BIN)/modelexport inspect out/bert.onnx --depth 4
 
+# lint and type checks first (seconds), then the tests
 test: install
+	$(BIN)/ruff check src plugins/*/src
+	$(BIN)/mypy src/modelexport_core
+	$(BIN)/mypy --follow-imports=silent $(wildcard plugins/*/src/*/strategy.py plugins/*/src/*/__init__.py)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:

@@ -18,7 +18,6 @@ from .strategy import (
 from .tags import HierarchyTags
 from .version import __version__
 
-
 __all__ = [
     "ExportContext",
     "HierarchyTags",

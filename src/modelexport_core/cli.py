@@ -8,15 +8,14 @@ import sys
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Any, Iterator, List, Optional
 
 import typer
 import typer.core
 from rich.console import Console
 from rich.table import Table
 
-from .errors import AllStrategiesFailedError, ModelExportError
-from .errors import first_line
+from .errors import AllStrategiesFailedError, ModelExportError, first_line
 from .plugins import PluginLoadWarning
 from .signals import Stopped, stop_on_signals
 from .work_folder import StaleWorkFolderWarning, close_open_work_folders
@@ -270,7 +269,7 @@ def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON
 
     with _user_errors():
         found = get_strategies()
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "name": info.name,
                 "priority": info.priority,
@@ -360,14 +359,14 @@ def tag(
         if source is not None:
             from .derived import tag_derived
 
-            report = tag_derived(onnx_file, source, output, viewer_keys=viewer_keys)
+            derived = tag_derived(onnx_file, source, output, viewer_keys=viewer_keys)
             if as_json:
-                print(json.dumps({"output": str(report.output), "sidecar": str(report.sidecar), "nodes": report.nodes,
-                                  "coverage": report.coverage, "found_by": report.counts}))
+                print(json.dumps({"output": str(derived.output), "sidecar": str(derived.sidecar), "nodes": derived.nodes,
+                                  "coverage": derived.coverage, "found_by": derived.counts}))
                 return
-            found = ", ".join(f"{n} by {how.replace('_', ' ')}" for how, n in sorted(report.counts.items()))
-            console.print(f"output    {report.output}  (+ {report.sidecar.name})", highlight=False)
-            console.print(f"nodes     {report.nodes}, {report.coverage:.0%} tagged ({found})", highlight=False)
+            found = ", ".join(f"{n} by {how.replace('_', ' ')}" for how, n in sorted(derived.counts.items()))
+            console.print(f"output    {derived.output}  (+ {derived.sidecar.name})", highlight=False)
+            console.print(f"nodes     {derived.nodes}, {derived.coverage:.0%} tagged ({found})", highlight=False)
             return
         _quiet_libraries(verbose)
         options = ExportOptions(
@@ -378,6 +377,7 @@ def tag(
         check_before_tagging(onnx_file, output, options)
         with progress_display(err_console, enabled=not as_json) as progress, _stdout_kept_for(as_json):
             progress(f"loading {model}")
+            assert model is not None  # --model or --from, one of them, checked above
             loaded = load_model(model)
             report = tag_existing(onnx_file, loaded, output, options, progress)
         _print_report(report, as_json, verbose)
@@ -707,6 +707,7 @@ def view(
             from .numerics import compare_numerics
 
             _quiet_libraries()
+            assert model is not None  # --overlay error without --model is refused above
             node_data = error_node_data(tagged, compare_numerics(load_model(model), onnx_file))
         serve(onnx_file, node_data, host, port, open_browser)
 
@@ -738,4 +739,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import shutil
-from collections import Counter
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .context import make_context
+from .errors import ModelExportError
 from .export import (
     ExportOptions,
     example_inputs,
@@ -107,7 +108,7 @@ def compare_one(
     attempt = export_attempt(info, ctx, attempt_dir, "model.onnx", options.strategy_options.get(info.name, {}))
     if not attempt.ok:
         return StrategyComparison(info.name, "failed", attempt.reason, seconds=time.perf_counter() - started), 0.0, 0.0
-    result, onnx_path = attempt.value
+    result, onnx_path = attempt.made()
     model = load_graph(onnx_path)
     node_tags = node_tags_from_result(model, result, tags)
     write_tags(model, node_tags, strategy=info.name)

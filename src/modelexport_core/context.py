@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .errors import ModelRunError
-from .errors import first_line
+from .errors import ModelRunError, first_line
 from .strategy import ExportContext
 from .widening import widen_for_model
 from .wrapper import flatten_outputs, forward_parameters, output_names, run_model, wrap_model

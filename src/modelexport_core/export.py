@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import Counter
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -18,8 +18,8 @@ from .errors import (
     OutputPathError,
     StrategyOptionError,
     VerificationError,
+    first_line,
 )
-from .errors import first_line
 from .fallback import AttemptFailed, AttemptResult, chain_error, first_success, run_attempt
 from .graph import fill_missing_modules, node_key, strip_wrapper_names
 from .inputs import inputs_from_config, inputs_from_tokenizer, merge_input_specs, read_input_specs
@@ -29,12 +29,12 @@ from .options import resolve_options
 from .plugins import StrategyInfo, get_strategies, get_strategy
 from .records import RECORDS_STRATEGY, read_records, records_result
 from .sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
-from .strategy import ExportContext, TaggingResult
+from .signals import deferred_signals
 from .source_paths import strip_source_paths
+from .strategy import ExportContext, TaggingResult
 from .tags import HierarchyTags
 from .verify import Verification, verify
 from .version import __version__
-from .signals import deferred_signals
 from .work_folder import close_work_folder, is_work_file, open_work_folder
 from .wrapper import export_settings
 from .writer import NodeTag, write_tags
@@ -451,7 +451,7 @@ def export_model(
             attempts: list[Attempt] = []
             success = first_success(chain, lambda info: _try_strategy(run, info), attempts, measured=_measured)
             if success is not None:
-                return _publish(run, success.value, attempts, started)
+                return _publish(run, success.made(), attempts, started)
             retry = [info for info, attempt in zip(chain, attempts) if attempt.status == "failed"]
             if not ctx.dynamic_axes or not retry:
                 raise chain_error(attempts, named=bool(options.strategies))
@@ -462,7 +462,7 @@ def export_model(
                                     measured=_measured)
             attempts += [replace(attempt, static=True) for attempt in static_attempts]
             if success is not None:
-                return _publish(static_run, success.value, attempts, started)
+                return _publish(static_run, success.made(), attempts, started)
             raise chain_error(attempts, named=bool(options.strategies))
         finally:
             close_work_folder(workdir)
@@ -534,7 +534,7 @@ def tag_existing(
                 recorded = run_attempt(RECORDS_STRATEGY, lambda: tag_copy(RECORDS_STRATEGY, records_result(records)),
                                        stop_on=(Exception,))
                 attempts.append(recorded.attempt)
-                return _publish(run, recorded.value, attempts, started)
+                return _publish(run, recorded.made(), attempts, started)
             attempts.append(Attempt(RECORDS_STRATEGY, "unavailable",
                                     "the file carries no whole module records (its nodes renamed or rebuilt); inferring"))
             chain = sorted((info for info in chain if info.can_tag_existing), key=lambda info: (-info.tag_priority, info.name))
@@ -549,7 +549,7 @@ def tag_existing(
 
         success = first_success(chain, tag_with, attempts, stop_on=(ModelMismatchError,))
         if success is not None:
-            return _publish(run, success.value, attempts, started)
+            return _publish(run, success.made(), attempts, started)
         raise chain_error(attempts, named=bool(options.strategies), what="tag")
     finally:
         close_work_folder(workdir)

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .boundary import module_boundary
-from .errors import OnnxFileError, OutputPathError
-from .errors import first_line
+from .errors import OnnxFileError, OutputPathError, first_line
 from .tagged import TaggedFile, load_external_tensors, load_tagged
 
 if TYPE_CHECKING:

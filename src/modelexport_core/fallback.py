@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Generic, Iterable, TypeVar
 
 from .errors import AllStrategiesFailedError, ModelExportError, VerificationError, first_line, full_text
@@ -50,6 +51,12 @@ class AttemptResult(Generic[T]):
     @property
     def seconds(self) -> float:
         return self.attempt.seconds
+
+    def made(self) -> T:
+        """What a successful attempt made (an error to ask a failed one)."""
+        if self.value is None:
+            raise ValueError(f"{self.strategy} {self.attempt.status}: it made nothing")
+        return self.value
 
 
 def _detail(error: BaseException) -> str:
@@ -104,7 +111,7 @@ def first_success(
     Returns the successful result, or None when every attempt failed.
     """
     for info in chain:
-        result = run_attempt(info.name, lambda: step(info), stop_on=stop_on, measured=measured)
+        result = run_attempt(info.name, partial(step, info), stop_on=stop_on, measured=measured)
         attempts.append(result.attempt)
         if result.ok:
             return result

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .errors import ModelLoadError
-from .errors import first_line
+from .errors import ModelLoadError, first_line
 from .presets import PRESETS, build_preset
 
 if TYPE_CHECKING:

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .boundary import module_boundary
-from .errors import ToolRunError
-from .errors import first_line
+from .errors import ToolRunError, first_line
 from .tagged import TaggedFile, load_tagged
 
 if TYPE_CHECKING:

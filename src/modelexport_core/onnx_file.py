@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from pathlib import Path
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, NamedTuple
 
 if TYPE_CHECKING:
     import numpy as np
@@ -309,12 +309,12 @@ def _write_model(shell: "onnx.ModelProto", pieces: list, source: BinaryIO | None
     data = shell.SerializeToString()
     graph = _graph_field(_Reader(io.BytesIO(data)), len(data))
 
-    def length(piece: object) -> int:
+    def length(piece: Any) -> int:  # bytes, a (start, end) range of the source, or a weight with nbytes
         if isinstance(piece, bytes):
             return len(piece)
         if isinstance(piece, tuple):
             return piece[1] - piece[0]
-        return int(getattr(piece, "nbytes"))
+        return int(piece.nbytes)
 
     graph_size = graph.end - graph.value_start + sum(length(piece) for piece in pieces)
     with open(target, "wb", buffering=0) as out:

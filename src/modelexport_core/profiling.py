@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .derived import derive_tags
-from .errors import ToolRunError
-from .errors import first_line
+from .errors import ToolRunError, first_line
 from .run_inputs import generated_inputs
 from .tagged import TaggedFile, load_graph, load_tagged
 

@@ -267,7 +267,7 @@ def report_data(report: HierarchyReport) -> dict[str, Any]:
 
 
 def _asset(name: str) -> str:
-    return resources.files(__package__).joinpath(ASSETS, name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath(ASSETS).joinpath(name).read_text(encoding="utf-8")
 
 
 def _inline_script(text: str) -> str:

@@ -72,9 +72,8 @@ def _same_bytes(array: "np.ndarray", initializer: "onnx.TensorProto", folder: Pa
 
 def find_shared_weights(graph: "onnx.ModelProto", folder: Path, model: "torch.nn.Module") -> SharedWeights:
     """The initializers of ``graph`` (read with ``load_graph`` from a file in ``folder``) the model holds as they are."""
-    import onnxruntime
-
     import onnx
+    import onnxruntime
 
     tensors = _model_tensors(model)
     shared = SharedWeights()

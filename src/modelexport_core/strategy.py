@@ -166,7 +166,7 @@ class TaggingStrategy(ABC):
     """What the strategy needs of a model or of the environment, in a sentence."""
     options: ClassVar[tuple[StrategyOption, ...]] = ()
 
-    def check(self, ctx: ExportContext) -> None:
+    def check(self, ctx: ExportContext) -> None:  # noqa: B027 - a hook: strategies override it where needed
         """Raise :class:`StrategyUnavailable` if this strategy cannot handle the model."""
 
     @abstractmethod

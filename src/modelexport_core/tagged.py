@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import NotTaggedError, OnnxFileError, UnknownModuleError
-from .errors import first_line
+from .errors import NotTaggedError, OnnxFileError, UnknownModuleError, first_line
 from .graph import node_key
 from .sidecar import sidecar_path
 from .writer import MODULE_KEY, TAG_KEY, node_property

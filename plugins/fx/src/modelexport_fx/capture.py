@@ -231,6 +231,7 @@ def _placeholder_names(input_names: list[str]) -> list[str]:
 def _tracing_root(ctx: ExportContext) -> "torch.nn.Module":
     """A module like the core's wrapper (user model under the same attribute) that FX proxies can pass."""
     import torch
+
     from modelexport_core.context import takes_keywords
     from modelexport_core.strategy import WRAPPER_ATTRIBUTE
     from modelexport_core.wrapper import fixed_keywords

@@ -77,6 +77,7 @@ def _streamed_tensor(name: str, tensor: Any) -> Any:
     """The core's streamed initializer for an onnx_ir tensor held in memory; None for other kinds."""
     import onnx
     import onnx_ir as ir
+
     from modelexport_core.onnx_file import StreamedTensor
 
     if tensor is None or isinstance(tensor, (ir.ExternalTensor, ir.StringTensor)):
@@ -98,6 +99,7 @@ def save(onnx_program: Any, onnx_path: Path) -> None:
     writes external data by default).
     """
     import onnx_ir as ir
+
     from modelexport_core.onnx_file import save_with_initializers
 
     graph = onnx_program.model.graph

@@ -21,7 +21,6 @@ from modelexport_core import (
     TaggingResult,
     TaggingStrategy,
 )
-
 from modelexport_core.containment import EVIDENCE_KIND as CONTAINMENT
 from modelexport_core.containment import hold_call_containment
 from modelexport_core.errors import ModelMismatchError, first_line
@@ -70,6 +69,8 @@ def export_plain(ctx: ExportContext, onnx_path: Path, exporter: str) -> None:
                 dynamo=True,
                 verbose=False,
             )
+            if program is None:  # the dynamo exporter returns its program whenever no file is named
+                raise StrategyFailed("dynamo export returned no program")
             program.save(str(onnx_path))
     finally:
         onnx_logger.setLevel(level)

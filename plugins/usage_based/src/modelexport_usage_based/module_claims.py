@@ -15,11 +15,11 @@
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right
 import math
-from typing import TYPE_CHECKING, Callable
+from bisect import bisect_left, bisect_right
+from typing import TYPE_CHECKING
 
-from modelexport_core.tags import is_ancestor, parent_qualname
+from modelexport_core.tags import is_ancestor
 
 from .contexts import Placement
 from .data_flow import SHAPE_OPS, DataGraph, NodeKind, NodeKinds

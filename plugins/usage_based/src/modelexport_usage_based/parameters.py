@@ -141,7 +141,7 @@ class ParameterIndex:
             modules.add(named)
             covers.add(self._digests.get(param, repr(keys[0])))
         if array.size >= MIN_MATCH_ELEMENTS:  # a folded bias of zeros equals every zero bias too
-            for candidate, module, sources, folded in self._near(array):
+            for _candidate, module, sources, folded in self._near(array):
                 modules.add(module)
                 covers |= sources
                 absorbed |= folded

@@ -21,19 +21,20 @@ from modelexport_core.tags import is_ancestor
 
 from .contexts import Placement, bounds, context_of, feeds_fixed, reaches_outputs
 from .data_flow import SHAPE_OPS, DataGraph, NodeKind, NodeKinds
+from .helper_claims import hand_to_helpers
+from .helper_sizes import HelperExport
 from .module_claims import (
     absorb_private_feeders,
     align_tails,
     claim_leaf_tails,
     claim_restoring_views,
     claim_wrapper_heads,
-    join_first_reader,
-    hand_to_helper_chains,
     hand_results_to_next_call,
+    hand_to_helper_chains,
+    join_first_reader,
     return_sized_views,
     return_tails,
 )
-from .helper_sizes import HelperExport
 from .module_tree import ModuleTree
 from .order import (
     call_spans,
@@ -43,7 +44,6 @@ from .order import (
     settings_before_calls,
     settings_where_measured,
 )
-from .helper_claims import hand_to_helpers
 from .settle import join_first_sharer, prepare_for_readers, repeated_siblings, settle
 
 if TYPE_CHECKING:

@@ -170,8 +170,8 @@ def settle(
                 for tag in tags:
                     options.update(a for a in _ancestors_within(tag, bounds[i], tree) if not tree.is_leaf(a))
 
-            def cost(option: str) -> int:
-                return sum(tree.span(tags + [option]) for tags in read + written)
+            def cost(option: str, around: list = read + written) -> int:
+                return sum(tree.span(tags + [option]) for tags in around)
 
             costs = {option: cost(option) for option in options}
             lowest = min(costs.values())

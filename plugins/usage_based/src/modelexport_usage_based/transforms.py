@@ -15,7 +15,7 @@ parameters, never a model's names) and names the module whose node reads it in t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     import numpy as np
@@ -91,7 +91,7 @@ def _packed_recurrent(model: "torch.nn.Module") -> Iterator[DerivedTensor]:
         for layer in range(module.num_layers):
             names = module._all_weights[layer * directions:(layer + 1) * directions]
 
-            def reordered(name: str) -> "np.ndarray":
+            def reordered(name: str, module: Any = module, order: tuple = order) -> "np.ndarray":
                 gates = np.split(_array(getattr(module, name)), len(order))
                 return np.concatenate([gates[g] for g in order])
 
