@@ -157,3 +157,52 @@ def test_the_import_cycle_check_finds_a_cycle_through_a_function_level_import(tm
     (package / "b.py").write_text("def thing():\n    from .a import x\n")
     (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\n")
     assert _cycles(_import_graph(package)) == [["pkg.a", "pkg.b"]]
+
+
+def _core_imports(path: Path) -> list[tuple[int, str]]:
+    """Every ``modelexport_core...`` module a file imports (function-level imports too), with its line."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [(node.lineno, m) for m in modules if m == "modelexport_core" or m.startswith("modelexport_core.")]
+    return found
+
+
+def _outside_the_sdk(paths) -> list[str]:
+    return [f"{path.relative_to(path.parents[3])}:{line} imports {module}"
+            for path in paths for line, module in _core_imports(path) if module != "modelexport_core.sdk"]
+
+
+def test_in_tree_plugins_import_the_core_only_through_the_sdk():
+    """A plugin author reads one module to know what is stable: the in-tree plugins hold themselves to it."""
+    assert _outside_the_sdk(sorted(REPO.glob("plugins/*/src/**/*.py"))) == []
+
+
+def test_the_sdk_rule_would_catch_a_plugin_reaching_inside(tmp_path):
+    plugin = tmp_path / "plugins" / "p" / "src" / "mod.py"
+    plugin.parent.mkdir(parents=True)
+    plugin.write_text("def f():\n    from modelexport_core.graph import GraphIndex\n")
+    assert _outside_the_sdk([plugin]) == ["plugins/p/src/mod.py:2 imports modelexport_core.graph"]
+
+
+FILE_TOOLS = ["inspect_tags", "tagged", "sidecar", "validate", "extract", "derived", "profiling", "report", "nodes",
+              "writer", "onnx_file", "graph", "viewer", "records"]
+"""The modules that read and write tagged files: they work without PyTorch installed."""
+
+
+@pytest.mark.parametrize("module", FILE_TOOLS)
+def test_tools_over_tagged_files_never_import_torch(module):
+    import ast
+
+    tree = ast.parse((REPO / "src" / "modelexport_core" / f"{module}.py").read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+    assert "torch" not in imported

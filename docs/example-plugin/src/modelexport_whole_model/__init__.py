@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from modelexport_core import ExportContext, StrategyFailed, TaggingResult, TaggingStrategy, hookimpl
+from modelexport_core.sdk import ExportContext, StrategyFailed, TaggingResult, TaggingStrategy, hookimpl
 
 
 class WholeModelStrategy(TaggingStrategy):

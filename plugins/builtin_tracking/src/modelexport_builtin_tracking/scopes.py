@@ -13,7 +13,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from modelexport_core import StrategyUnavailable
+from modelexport_core.sdk import StrategyUnavailable
 
 QUALNAME_MARK = "#"
 

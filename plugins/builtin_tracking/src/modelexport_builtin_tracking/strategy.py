@@ -6,9 +6,14 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from modelexport_core import ExportContext, TaggingResult, TaggingStrategy
-from modelexport_core.exporters import export_torchscript
-from modelexport_core.graph import fill_missing_modules, node_key
+from modelexport_core.sdk import (
+    ExportContext,
+    TaggingResult,
+    TaggingStrategy,
+    export_torchscript,
+    fill_missing_modules,
+    node_key,
+)
 
 from .scopes import recording_scopes
 
@@ -34,7 +39,7 @@ class BuiltinTrackingStrategy(TaggingStrategy):
     requires = "a model the TorchScript tracer can trace (torch.onnx.export with dynamo=False)"
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
-        from modelexport_core.onnx_file import load_graph
+        from modelexport_core.sdk import load_graph
 
         with recording_scopes() as scopes:
             export_torchscript(ctx, onnx_path)

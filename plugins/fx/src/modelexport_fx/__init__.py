@@ -1,6 +1,6 @@
 """modelexport plugin: the ``fx`` strategy (module of each node read from the FX graph of torch.export)."""
 
-from modelexport_core import hookimpl
+from modelexport_core.sdk import hookimpl
 
 
 @hookimpl

@@ -17,8 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from modelexport_core import ExportContext
-from modelexport_core.graph import fill_missing_modules, node_key
+from modelexport_core.sdk import ExportContext, fill_missing_modules, node_key
 
 if TYPE_CHECKING:
     import onnx

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from modelexport_core import ExportContext
+from modelexport_core.sdk import ExportContext
 
 from .shapes import export_dynamic_shapes
 
@@ -232,9 +232,7 @@ def _tracing_root(ctx: ExportContext) -> "torch.nn.Module":
     """A module like the core's wrapper (user model under the same attribute) that FX proxies can pass."""
     import torch
 
-    from modelexport_core.context import takes_keywords
-    from modelexport_core.strategy import WRAPPER_ATTRIBUTE
-    from modelexport_core.wrapper import fixed_keywords
+    from modelexport_core.sdk import WRAPPER_ATTRIBUTE, fixed_keywords, takes_keywords
 
     by_keyword = getattr(ctx.module, "by_keyword", None)
     if by_keyword is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from modelexport_core import StrategyFailed
+from modelexport_core.sdk import StrategyFailed
 
 from .reasons import one_line_reason
 

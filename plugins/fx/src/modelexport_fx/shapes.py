@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from modelexport_core import ExportContext, StrategyFailed
+from modelexport_core.sdk import ExportContext, StrategyFailed
 
 if TYPE_CHECKING:
     import torch

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from modelexport_core import (
+from modelexport_core.sdk import (
     ExportContext,
     StrategyFailed,
     StrategyOption,
@@ -90,7 +90,7 @@ class FxStrategy(TaggingStrategy):
             raise StrategyUnavailable("the dynamo ONNX exporter needs onnxscript: pip install onnxscript")
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
-        from modelexport_core.onnx_file import load_graph
+        from modelexport_core.sdk import load_graph
 
         from .attribution import attribute_nodes, fx_node_modules, known_module_names
         from .capture import math_sdpa

@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from modelexport_core import ExportContext
+from modelexport_core.sdk import ExportContext
 
 from .shapes import axis_renames
 
@@ -78,7 +78,7 @@ def _streamed_tensor(name: str, tensor: Any) -> Any:
     import onnx
     import onnx_ir as ir
 
-    from modelexport_core.onnx_file import StreamedTensor
+    from modelexport_core.sdk import StreamedTensor
 
     if tensor is None or isinstance(tensor, (ir.ExternalTensor, ir.StringTensor)):
         return None
@@ -100,7 +100,7 @@ def save(onnx_program: Any, onnx_path: Path) -> None:
     """
     import onnx_ir as ir
 
-    from modelexport_core.onnx_file import save_with_initializers
+    from modelexport_core.sdk import save_with_initializers
 
     graph = onnx_program.model.graph
     initializers = dict(graph.initializers)

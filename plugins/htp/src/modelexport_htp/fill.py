@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from modelexport_core.graph import GraphIndex, fill_missing_modules
-from modelexport_core.tags import common_ancestor, is_ancestor
+from modelexport_core.sdk import GraphIndex, common_ancestor, fill_missing_modules, is_ancestor
 
 from .project import SMALL_SIZE, Projection
 from .trace import Trace

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from modelexport_core.tags import is_ancestor
+from modelexport_core.sdk import is_ancestor
 
 from .trace import INPUT_PREFIX, Trace
 from .value_index import ValueIndex, informative, may_be_same, same_values

@@ -13,18 +13,19 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from modelexport_core import (
+from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
+from modelexport_core.sdk import (
     ExportContext,
+    ModelMismatchError,
     StrategyFailed,
     StrategyOption,
     StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
+    export_torchscript,
+    first_line,
+    hold_call_containment,
 )
-from modelexport_core.containment import EVIDENCE_KIND as CONTAINMENT
-from modelexport_core.containment import hold_call_containment
-from modelexport_core.errors import ModelMismatchError, first_line
-from modelexport_core.exporters import export_torchscript
 
 if TYPE_CHECKING:
     import numpy as np
@@ -127,7 +128,7 @@ class HTPStrategy(TaggingStrategy):
                 failures.append(f"{exporter} export failed: {_one_line(error)}")
         else:
             raise StrategyFailed("; ".join(failures))
-        from modelexport_core.onnx_file import load_graph
+        from modelexport_core.sdk import load_graph
 
         # the graph only: onnxruntime and the initializer reads take the weights from the file
         result = self._tag(ctx, load_graph(Path(onnx_path)), exporter, source=Path(onnx_path))
@@ -164,7 +165,7 @@ class HTPStrategy(TaggingStrategy):
             _check_same_function(ctx, [values.get(name) for name in outputs])
         reader = None
         if source is not None:
-            from modelexport_core.onnx_file import tensor_value
+            from modelexport_core.sdk import tensor_value
 
             def reader(tensor: "onnx.TensorProto") -> "np.ndarray":
                 return tensor_value(tensor, source.parent)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
-    from modelexport_core import ExportContext
+    from modelexport_core.sdk import ExportContext
 
 
 INPUT_PREFIX = "input:"

@@ -50,7 +50,7 @@ def intermediate_values(
     providers = ["CPUExecutionProvider"]
     try:
         if source is not None:
-            from modelexport_core.onnx_file import stub_file
+            from modelexport_core.sdk import stub_file
 
             with stub_file(onnx_model, source, "htp-values") as path:
                 session = ort.InferenceSession(str(path), options, providers=providers)

@@ -1,6 +1,6 @@
 """modelexport plugin: the ``usage_based`` strategy."""
 
-from modelexport_core import hookimpl
+from modelexport_core.sdk import hookimpl
 
 
 @hookimpl

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from modelexport_core.tags import is_ancestor
+from modelexport_core.sdk import is_ancestor
 
 from .data_flow import DataGraph
 from .module_tree import ModuleTree

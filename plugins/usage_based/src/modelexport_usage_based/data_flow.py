@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from modelexport_core.graph import GraphIndex
+from modelexport_core.sdk import GraphIndex
 
 if TYPE_CHECKING:
     import onnx

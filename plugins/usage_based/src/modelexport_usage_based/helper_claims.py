@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from modelexport_core.tags import is_ancestor, parent_qualname
+from modelexport_core.sdk import is_ancestor, parent_qualname
 
 from .contexts import Placement
 from .data_flow import DataGraph

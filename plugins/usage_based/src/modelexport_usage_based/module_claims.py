@@ -19,7 +19,7 @@ import math
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
-from modelexport_core.tags import is_ancestor
+from modelexport_core.sdk import is_ancestor
 
 from .contexts import Placement
 from .data_flow import SHAPE_OPS, DataGraph, NodeKind, NodeKinds

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from modelexport_core.tags import common_ancestor, parent_qualname
+from modelexport_core.sdk import common_ancestor, parent_qualname
 
 if TYPE_CHECKING:
     import torch

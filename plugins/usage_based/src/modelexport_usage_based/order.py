@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-from modelexport_core.tags import is_ancestor
+from modelexport_core.sdk import is_ancestor
 
 from .data_flow import DataGraph
 from .module_tree import ModuleTree

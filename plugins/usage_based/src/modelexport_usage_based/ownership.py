@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from modelexport_core.tags import common_ancestor
+from modelexport_core.sdk import common_ancestor
 
 from .assignment import min_cost_assignment
 from .data_flow import DataGraph

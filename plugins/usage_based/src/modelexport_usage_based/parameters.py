@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from modelexport_core.strategy import WRAPPER_ATTRIBUTE
+from modelexport_core.sdk import WRAPPER_ATTRIBUTE
 
 from .transforms import derived_tensors
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from modelexport_core.graph import GraphIndex
-from modelexport_core.tags import is_ancestor
+from modelexport_core.sdk import GraphIndex, is_ancestor
 
 from .contexts import Placement, bounds, context_of, feeds_fixed, reaches_outputs
 from .data_flow import SHAPE_OPS, DataGraph, NodeKind, NodeKinds

@@ -11,15 +11,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from modelexport_core.containment import EVIDENCE_KIND as CONTAINMENT
-from modelexport_core.containment import hold_call_containment
-from modelexport_core.errors import ModelMismatchError
-from modelexport_core.exporters import export_torchscript
-from modelexport_core.graph import GraphIndex, fill_missing_modules
-from modelexport_core.strategy import (
+from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
+from modelexport_core.sdk import (
     ExportContext,
+    GraphIndex,
+    ModelMismatchError,
     TaggingResult,
     TaggingStrategy,
+    export_torchscript,
+    fill_missing_modules,
+    hold_call_containment,
 )
 
 from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
@@ -52,7 +53,7 @@ class UsageBasedStrategy(TaggingStrategy):
     requires = "the model's parameters and an ONNX graph of it (its own TorchScript export, or any file)"
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
-        from modelexport_core.onnx_file import load_graph, tensor_value
+        from modelexport_core.sdk import load_graph, tensor_value
 
         export_torchscript(ctx, onnx_path)
         folder = Path(onnx_path).parent

@@ -1,0 +1,64 @@
+"""The plugin SDK: every name a tagging-strategy plugin builds on, from one module.
+
+In-tree plugins import from here only (a rule in tests/test_rules.py); a third-party plugin can rely on
+these names staying put. The rest of ``modelexport_core`` is the product's own and may change.
+
+- the interface: ``TaggingStrategy``, ``TaggingResult``, ``ExportContext``, ``StrategyOption``, ``hookimpl``,
+  and the errors a strategy raises (``StrategyUnavailable``, ``StrategyFailed``, ``ModelMismatchError``);
+- module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
+- graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment`` (and its
+  ``EVIDENCE_KIND``); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
+  ``StreamedTensor``;
+- exporting: ``export_torchscript``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``;
+- messages: ``first_line``.
+"""
+
+from __future__ import annotations
+
+from .containment import EVIDENCE_KIND, hold_call_containment
+from .context import takes_keywords
+from .errors import ModelMismatchError, first_line
+from .exporters import export_torchscript
+from .graph import GraphIndex, fill_missing_modules, node_key
+from .hookspecs import hookimpl
+from .onnx_file import StreamedTensor, load_graph, save_with_initializers, stub_file, tensor_value
+from .strategy import (
+    WRAPPER_ATTRIBUTE,
+    ExportContext,
+    StrategyFailed,
+    StrategyOption,
+    StrategyUnavailable,
+    TaggingResult,
+    TaggingStrategy,
+)
+from .tags import common_ancestor, is_ancestor, parent_qualname
+from .wrapper import fixed_keywords
+
+__all__ = [
+    "EVIDENCE_KIND",
+    "WRAPPER_ATTRIBUTE",
+    "ExportContext",
+    "GraphIndex",
+    "ModelMismatchError",
+    "StrategyFailed",
+    "StrategyOption",
+    "StrategyUnavailable",
+    "StreamedTensor",
+    "TaggingResult",
+    "TaggingStrategy",
+    "common_ancestor",
+    "export_torchscript",
+    "fill_missing_modules",
+    "first_line",
+    "fixed_keywords",
+    "hold_call_containment",
+    "hookimpl",
+    "is_ancestor",
+    "load_graph",
+    "node_key",
+    "parent_qualname",
+    "save_with_initializers",
+    "stub_file",
+    "takes_keywords",
+    "tensor_value",
+]
