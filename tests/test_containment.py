@@ -43,3 +43,18 @@ def test_nodes_between_the_elements_of_a_container_are_left_to_the_caller():
     # blocks is a list of layers: it never runs, so the root's work between blocks.0 and blocks.1 stays the root's
     tags = {"n0": "blocks.0", "n1": "", "n2": "blocks.1"}
     assert hold_call_containment(graph, tags, [], {"blocks.0", "blocks.1"}).moved == {}
+
+
+def test_a_node_feeding_an_earlier_sibling_moves_to_its_first_reader():
+    from modelexport_core.containment import hold_causality
+
+    graph = _chain(3)
+    order = {"": 0, "layer": 1, "layer.0": 2, "layer.0.mlp": 3, "layer.1": 4}
+    # n0 and n1 were matched to layer.1 but feed layer.0, which ran before layer.1 began: impossible
+    held = hold_causality(graph, {"n0": "layer.1", "n1": "layer.1", "n2": "layer.0.mlp"}, order, [])
+    assert held.node_modules == {"n0": "layer.0.mlp", "n1": "layer.0.mlp", "n2": "layer.0.mlp"}
+    assert held.moved == {"n0": "layer.1", "n1": "layer.1"}
+    # the other way round is the normal flow (an earlier layer feeds a later one), and nesting is no order
+    assert hold_causality(graph, {"n0": "layer.0", "n1": "layer.1", "n2": "layer"}, order, []).moved == {}
+    # calls of a module run more than once cannot be ordered
+    assert hold_causality(graph, {"n0": "layer.1", "n1": "layer.0", "n2": "layer.0"}, order, ["layer.1"]).moved == {}

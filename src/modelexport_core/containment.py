@@ -64,3 +64,53 @@ def hold_call_containment(
             moved[key] = modules[key]
             modules[key] = around
     return Containment(modules, moved)
+
+
+def hold_causality(
+    graph: "onnx.GraphProto", node_modules: dict[str, str], first_call: dict[str, int],
+    called_more_than_once: Collection[str],
+) -> Containment:
+    """Give no node a module whose call began after the calls of the nodes reading its value had ended.
+
+    Two sibling modules called once run one after the other (``first_call``: each module's position in
+    the order modules were called), so a node inside the later one cannot feed a node inside the earlier
+    one: a value is made before it is read. A node breaking this (a small computation every layer repeats
+    with the same numbers, matched to the wrong layer) is given the module of its reader whose call began
+    first: the value was there when that call needed it (an exporter that merged equal computations of
+    several layers keeps the first). Nodes are visited readers first, so a node moved counts for the nodes
+    feeding it.
+    """
+    index = GraphIndex.of(graph)
+    keys = index.keys
+    modules = dict(node_modules)
+    moved: dict[str, str] = {}
+    reused = tuple(name for name in called_more_than_once if name)
+    for i in reversed(range(len(keys))):
+        key = keys[i]
+        readers = [modules[keys[j]] for j in index.node_consumers(graph, i)]
+        if any(_runs_after(modules[key], reader, first_call, reused) for reader in readers):
+            moved.setdefault(key, modules[key])
+            modules[key] = min(readers, key=lambda reader: _began(reader, first_call))
+    return Containment(modules, moved)
+
+
+def _runs_after(module: str, other: str, first_call: dict[str, int], reused: tuple[str, ...]) -> bool:
+    """Whether the call of ``module`` begins after the call of ``other`` has ended (both known to run once)."""
+    around = common_ancestor([module, other])
+    if around in (module, other):
+        return False  # one holds the other: the outer call encloses the inner one
+    depth = len(around.split(".")) if around else 0
+    mine = ".".join(module.split(".")[: depth + 1])
+    theirs = ".".join(other.split(".")[: depth + 1])
+    if mine not in first_call or theirs not in first_call:
+        return False
+    if any(is_ancestor(name, mine) or is_ancestor(name, theirs) for name in reused):
+        return False
+    return first_call[mine] > first_call[theirs]
+
+
+def _began(module: str, first_call: dict[str, int]) -> int:
+    """When the call of ``module`` (or of its nearest ancestor that ran) began."""
+    while module and module not in first_call:
+        module = module.rpartition(".")[0]
+    return first_call.get(module, 0)

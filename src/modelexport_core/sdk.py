@@ -6,7 +6,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 - the interface: ``TaggingStrategy``, ``TaggingResult``, ``ExportContext``, ``StrategyOption``, ``hookimpl``,
   and the errors a strategy raises (``StrategyUnavailable``, ``StrategyFailed``, ``ModelMismatchError``);
 - module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
-- graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment`` (and its
+- graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
   ``EVIDENCE_KIND``); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
   ``StreamedTensor``;
 - exporting: ``export_torchscript``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``;
@@ -15,7 +15,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 
 from __future__ import annotations
 
-from .containment import EVIDENCE_KIND, hold_call_containment
+from .containment import EVIDENCE_KIND, hold_call_containment, hold_causality
 from .context import takes_keywords
 from .errors import ModelMismatchError, first_line
 from .exporters import export_torchscript
@@ -52,6 +52,7 @@ __all__ = [
     "first_line",
     "fixed_keywords",
     "hold_call_containment",
+    "hold_causality",
     "hookimpl",
     "is_ancestor",
     "load_graph",

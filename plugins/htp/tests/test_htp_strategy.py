@@ -189,3 +189,31 @@ def test_a_file_of_other_weights_is_refused_as_another_models(tmp_path):
     other = make_context(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU()).eval(), {"x": torch.ones(2, 3)})
     with pytest.raises(ModelMismatchError, match="outputs differ from Sequential's"):
         strategy.tag_onnx(other, onnx.load(str(path)))
+
+
+def test_inputs_holding_one_value_are_varied_for_the_trace():
+    from modelexport_htp.inputs import informative_args
+
+    mask, ids, types = torch.ones(2, 8, dtype=torch.long), torch.arange(16).reshape(2, 8), torch.zeros(2, 8, dtype=torch.long)
+    varied = informative_args((ids, mask, types))
+    assert varied is not None and varied[0] is ids and varied[2] is types  # varying values and zeros are kept
+    assert varied[1][0].tolist() == [1] * 8 and varied[1][1].tolist() == [1] * 6 + [0, 0]
+    assert informative_args((ids, types)) is None
+
+
+def test_an_all_ones_mask_leaves_the_mask_the_model_builds_at_the_root(tmp_path):
+    """With no padding every value built from the mask holds one number; htp still finds where it was built."""
+    from modelexport_core.inputs import inputs_from_config
+    from modelexport_core.presets import build_preset
+    from modelexport_core.reference import torchscript_node_modules
+    from modelexport_htp.strategy import HTPStrategy
+
+    model = build_preset("bert")
+    inputs = inputs_from_config(model)
+    inputs["attention_mask"] = torch.ones_like(inputs["attention_mask"])
+    ctx = make_context(model, inputs)
+    result = HTPStrategy().export(ctx, tmp_path / "bert.onnx")
+    reference = torchscript_node_modules(onnx.load(str(tmp_path / "bert.onnx")), [n for n, _ in ctx.module.named_modules()])
+    scoped = [k for k, v in reference.items() if v is not None]
+    wrong = [(k, result.node_modules[k], reference[k]) for k in scoped if result.node_modules[k] != reference[k]]
+    assert len(wrong) <= 0.01 * len(scoped), wrong[:10]

@@ -25,6 +25,7 @@ from modelexport_core.sdk import (
     export_torchscript,
     first_line,
     hold_call_containment,
+    hold_causality,
 )
 
 if TYPE_CHECKING:
@@ -148,21 +149,37 @@ class HTPStrategy(TaggingStrategy):
     ) -> TaggingResult:
         """Trace, run the file in onnxruntime, project; ``source``: the file a weightless graph was read from;
         ``outputs``: the graph outputs of a file made elsewhere, held to the model's own outputs first."""
+        from dataclasses import replace
+
         from .fill import tag_nodes
+        from .inputs import informative_args
         from .project import project, read_initializers
         from .trace import trace_execution
         from .values import intermediate_values
 
-        try:
-            trace = trace_execution(ctx)
-        except Exception as error:  # noqa: BLE001
-            raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
-        try:
-            values = intermediate_values(onnx_model, ctx.input_names, ctx.args, source)
-        except Exception as error:  # noqa: BLE001
-            raise StrategyFailed(f"onnxruntime could not run the export: {_one_line(error)}") from error
+        traced = None
+        varied = informative_args(tuple(ctx.args))
+        if varied is not None:  # an all-ones mask makes the values built from it alike: trace with one that varies
+            try:
+                varied_ctx = replace(ctx, args=varied)
+                traced = (varied_ctx, trace_execution(varied_ctx),
+                          intermediate_values(onnx_model, ctx.input_names, varied, source))
+            except Exception:  # noqa: BLE001 - the model or the file refuses them: the example itself is traced
+                traced = None
+        if traced is None:
+            try:
+                trace = trace_execution(ctx)
+            except Exception as error:  # noqa: BLE001
+                raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
+            try:
+                values = intermediate_values(onnx_model, ctx.input_names, ctx.args, source)
+            except Exception as error:  # noqa: BLE001
+                raise StrategyFailed(f"onnxruntime could not run the export: {_one_line(error)}") from error
+            traced_ctx = ctx
+        else:
+            traced_ctx, trace, values = traced
         if outputs is not None:
-            _check_same_function(ctx, [values.get(name) for name in outputs])
+            _check_same_function(traced_ctx, [values.get(name) for name in outputs])
         reader = None
         if source is not None:
             from modelexport_core.sdk import tensor_value
@@ -174,7 +191,10 @@ class HTPStrategy(TaggingStrategy):
         node_modules, also, how = tag_nodes(onnx_model, projection, trace, values)
         reused = [name for name, count in Counter(trace.execution_trace).items() if count > 1]
         held = hold_call_containment(onnx_model.graph, node_modules, reused, set(trace.execution_trace))
-        node_modules = held.node_modules
+        first_call = {name: position for position, name in reversed(list(enumerate(trace.execution_trace)))}
+        timely = hold_causality(onnx_model.graph, held.node_modules, first_call, reused)
+        held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
+        node_modules = timely.node_modules
         details = _details(ctx, trace, projection, how, exporter)
         details["containment_moved"] = len(held.moved)
         evidence = {key: _EVIDENCE.get(kind, kind) for key, kind in how.items()}

@@ -66,12 +66,20 @@ def helper_exports(
 
 def module_call_counts(model: "torch.nn.Module", run: "Callable[[], object]") -> dict[str, int]:
     """How many times each module of ``model`` (by qualified name) is called while ``run()`` runs; empty if it fails."""
+    return module_calls(model, run)[0]
+
+
+def module_calls(model: "torch.nn.Module", run: "Callable[[], object]") -> tuple[dict[str, int], dict[str, int]]:
+    """How many times each module is called while ``run()`` runs, and when its first call began (its position
+    among all calls); both empty if it fails."""
     import torch
 
     counts: dict[str, int] = {}
+    first: dict[str, int] = {}
     handles = []
     for qualname, module in model.named_modules():
         def count(*_: object, name: str = qualname) -> None:
+            first.setdefault(name, sum(counts.values()))
             counts[name] = counts.get(name, 0) + 1
 
         handles.append(module.register_forward_pre_hook(count))
@@ -79,11 +87,11 @@ def module_call_counts(model: "torch.nn.Module", run: "Callable[[], object]") ->
         with torch.no_grad():
             run()
     except Exception:  # noqa: BLE001 - without counts every helper is taken to run once per call
-        return {}
+        return {}, {}
     finally:
         for handle in handles:
             handle.remove()
-    return counts
+    return counts, first
 
 
 class _Held:

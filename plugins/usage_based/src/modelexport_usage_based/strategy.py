@@ -21,11 +21,12 @@ from modelexport_core.sdk import (
     export_torchscript,
     fill_missing_modules,
     hold_call_containment,
+    hold_causality,
 )
 
 from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
 from .graph_values import ArrayReader
-from .helper_sizes import helper_exports, module_call_counts
+from .helper_sizes import helper_exports, module_calls
 from .module_tree import ModuleTree
 from .order import reused_modules
 from .ownership import resolve_owners
@@ -89,6 +90,7 @@ class UsageBasedStrategy(TaggingStrategy):
         module_order = {name: position for position, name in enumerate(tree.names)}
         seeds = resolve_owners(users, data, readers_of, module_order, tree.torch_classes)
         calls = call_numbers(users, seeds, data)
+        call_counts, first_call = module_calls(ctx.model, lambda: ctx.module(*ctx.args))
         propagation = propagate(
             graph,
             index,
@@ -99,14 +101,15 @@ class UsageBasedStrategy(TaggingStrategy):
             tree,
             users.static_values,
             *value_shapes_and_types(onnx_model),
-            helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model),
-                                   module_call_counts(ctx.model, lambda: ctx.module(*ctx.args))),
+            helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model), call_counts),
             folded=users.folded,
         )
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
-        held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused_modules(seeds, calls),
-                                     called_modules(ctx.model))
-        node_modules = held.node_modules
+        reused = reused_modules(seeds, calls) | {name for name, count in call_counts.items() if count > 1}
+        held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused, called_modules(ctx.model))
+        timely = hold_causality(graph, held.node_modules, first_call, reused)
+        held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
+        node_modules = timely.node_modules
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
                          for i, module in propagation.modules.items()})
