@@ -163,10 +163,8 @@ def family_of(name: str) -> str:
 def draw_sizes(rng: random.Random) -> Config:
     """Widths, depths, heads, sequence and image sizes, drawn so the usual divisibility holds."""
     heads = rng.choice([2, 4])
-    head_dim = rng.choice([8, 16, 32])
-    while heads * head_dim > 128:
-        head_dim //= 2
-    hidden = heads * head_dim
+    hidden = rng.choice([32, 64, 96, 128])
+    head_dim = hidden // heads
     kv_heads = rng.choice([h for h in (1, 2, 4) if heads % h == 0])
     return {
         "hidden": hidden,
