@@ -181,7 +181,7 @@ TIMM_FAMILIES: dict[str, tuple[list[str], Callable[[random.Random], Config] | No
     "fastvit": (["fastvit_t8"], None, (64,)),
     "edgenext": (["edgenext_xx_small"], None, (64,)),
     "efficientvit_mit": (["efficientvit_b0"], None, (64,)),
-    "ghostnetv2": (["ghostnetv2_100"], None, (32, 64)),
+    "ghostnetv2": (["ghostnetv2_100"], None, (64,)),
     "hgnet": (["hgnetv2_b0"], None, (64,)),
     "vovnet": (["ese_vovnet19b_slim", "ese_vovnet19b_slim_dw"], None, (32, 64)),
     "selecsls": (["selecsls42b"], None, (32, 64)),
