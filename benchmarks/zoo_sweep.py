@@ -505,7 +505,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             parser.error(str(error))
         only = [m for m in args.only.split(",") if m]
-        models = [m for m in drawn if not only or m in only or generator.family_of(m) in only]
+        models = [m for m in drawn if not only or m in only or generator.family_of(m) in only
+                  or generator.family_of(m).split(":")[0] in only]
         stem = f"draw-{args.draw}" + (f"-{args.seed}" if args.draw == "heldout" else "")
         if args.json_path == DEFAULT_JSON:
             args.json_path = HERE / "results" / f"{stem}.json"
