@@ -110,6 +110,7 @@ _CAUSES: list[tuple[str, str]] = [
     (r"checker|ValidationError", "onnx checker"),
     (r"Unsupported|not supported|unsupported", "unsupported op"),
     (r"failed on its example inputs", "model fails in torch"),
+    (r"TorchScript export failed", "TorchScript export fails"),
 ]
 
 
