@@ -1,6 +1,7 @@
 """The Markdown report of a sweep over a generated draw (``zoo_sweep.py --draw``): figures per strategy first.
 
     .venv-bench/bin/python benchmarks/draw_report.py benchmarks/results/draw-heldout-SEED.json
+    .venv-bench/bin/python benchmarks/draw_report.py --zoo-section HELDOUT.json [DEV.json]   # docs/zoo.md's section
 
 Per strategy: models exported (of those that build, and of those fx exports), mean agreement with PyTorch's
 own records, models under 0.99 and 0.98, contaminated nodes, the ten worst, failures grouped by cause. The
@@ -130,10 +131,79 @@ def render(results: Any, models: list[str], strategies: list[str], batches: list
     return "\n".join(lines) + "\n"
 
 
+def _load(path: Path) -> Any:
+    from zoo_sweep import Results
+
+    meta = json.loads(path.read_text())["meta"]
+    return Results(path, meta, resume=True)
+
+
+def _worst(cells: list[Any], strategy: str, batch: int, count: int = 10) -> str:
+    worst = sorted((c for c in cells if c.strategy == strategy and c.batch == batch and c.status == "ok"
+                    and c.agreement is not None), key=lambda c: (c.agreement, -c.contaminated))[:count]
+    return ", ".join(f"{c.model.split('@')[0]} {c.agreement:.3f}" + (f" c{c.contaminated}" if c.contaminated else "")
+                     for c in worst) or "none"
+
+
+def zoo_section(heldout_path: Path, dev_path: Path | None) -> str:
+    """The held-out section of docs/zoo.md: the held-out figures, the development draw's beside them."""
+    from zoo_sweep import HELDOUT_MARKERS
+
+    heldout = _load(heldout_path)
+    dev = _load(dev_path) if dev_path and dev_path.is_file() else None
+    meta = heldout.meta
+    batch = meta["batches"][0]
+    cells = [c for c in heldout.cells.values() if c.model in meta["models"]]
+    unbuilt = len({c.model for c in cells if c.cause == UNBUILT})
+    lines = [HELDOUT_MARKERS[0], "", "## Held-out: models nobody tuned for", "",
+             f"Seed {meta['seed']}, drawn for this report and never debugged on: "
+             f"`{meta['command'].replace('python ', '.venv-bench/bin/python ', 1)}` ({meta['date']}; "
+             f"`make bench-install` first). {len(meta['models'])} models, one seeded random configuration of each of "
+             f"{len(meta['models'])} families (transformers model types, timm, torchvision), batch {batch}; "
+             f"{unbuilt} drawn configurations did not build in PyTorch and count for no strategy. The development "
+             "draw (seed 0, three configurations per family, studied freely) is beside it. Full tables: "
+             f"`benchmarks/results/{heldout_path.stem}.md`" + (f", `benchmarks/results/{dev_path.stem}.md`" if dev else "")
+             + ". Same judgement as the zoo below (`modelexport compare`).", "",
+             "| draw | strategy | exported | exported where fx exports | mean agreement | under 0.99 | under 0.98 "
+             "| contaminated nodes (models) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for label, results in (("held-out", heldout), ("development", dev)):
+        if results is None:
+            continue
+        mine = [c for c in results.cells.values() if c.model in results.meta["models"]]
+        for strategy in results.meta["strategies"]:
+            f = figures(mine, strategy, batch)
+            lines.append(f"| {label} | {strategy} | {f.exported} of {f.measured} | {f.exported_on_reference} of "
+                         f"{f.on_reference} | {_number(f.mean_agreement)} | "
+                         f"{f.under_099} | {f.under_098} | {f.contaminated_nodes} ({f.contaminated_models}) |")
+    lines += ["", f"Worst ten on the held-out draw, htp: {_worst(cells, 'htp', batch)}.", "",
+              f"Worst ten on the held-out draw, usage_based: {_worst(cells, 'usage_based', batch)}.", "",
+              HELDOUT_MARKERS[1]]
+    return "\n".join(lines)
+
+
+def write_zoo_section(section: str, page: Path) -> None:
+    """Put ``section`` into ``page`` between the held-out markers, or after its first paragraph."""
+    from zoo_sweep import HELDOUT_MARKERS
+
+    text = page.read_text()
+    start, end = HELDOUT_MARKERS
+    if start in text and end in text:
+        text = text[:text.index(start)] + section + text[text.index(end) + len(end):]
+    else:
+        title, _, rest = text.partition("\n\n")
+        text = f"{title}\n\n{section}\n\n{rest}"
+    page.write_text(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     from zoo_sweep import Results
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--zoo-section":
+        heldout, dev = Path(argv[1]), Path(argv[2]) if len(argv) > 2 else None
+        write_zoo_section(zoo_section(heldout, dev), HERE.parent / "docs" / "zoo.md")
+        return 0
     path = Path(argv[0])
     meta = json.loads(path.read_text())["meta"]
     results = Results(path, meta, resume=True)

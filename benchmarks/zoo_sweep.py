@@ -378,6 +378,20 @@ def render_table(results: Results, models: list[str], strategies: list[str], bat
     return "\n".join(lines) + "\n"
 
 
+HELDOUT_MARKERS = ("<!-- held-out: written from benchmarks/results/draw-heldout-*.md -->", "<!-- /held-out -->")
+
+
+def keep_heldout_section(table: str, path: Path) -> str:
+    """The zoo's page with the held-out section of the page it replaces kept after its first paragraph."""
+    start, end = HELDOUT_MARKERS
+    old = path.read_text() if path.is_file() else ""
+    if start not in old or end not in old:
+        return table
+    section = old[old.index(start):old.index(end) + len(end)]
+    title, _, rest = table.partition("\n\n")
+    return f"{title}\n\n{section}\n\n{rest}"
+
+
 THRESHOLDS = {"htp": 0.99, "usage_based": 0.97}  # issue 9's targets
 
 
@@ -566,6 +580,7 @@ def main(argv: list[str] | None = None) -> int:
         table = draw_report.render(results, models, strategies, batches)
     else:
         table = render_table(results, models, strategies, batches)
+        table = keep_heldout_section(table, args.table)
     temporary = args.table.with_name(args.table.name + ".part")
     temporary.write_text(table)
     os.replace(temporary, args.table)
