@@ -21,6 +21,12 @@ sys.path.insert(0, str(HERE))
 
 REFERENCE = "fx"  # the export every other strategy's file is set beside
 UNBUILT = "model does not build"
+TORCH_FAILURES = (UNBUILT, "model fails in torch")
+
+
+def fails_in_torch(cell: Any) -> bool:
+    """The drawn model does not build or run in PyTorch itself (or a worker died of that): no strategy's fault."""
+    return cell.cause in TORCH_FAILURES or "failed on its example inputs" in cell.reason
 
 
 @dataclass
@@ -40,7 +46,7 @@ class StrategyFigures:
 
 def figures(cells: list[Any], strategy: str, batch: int) -> StrategyFigures:
     """The figures of one strategy at one batch size over the cells of a draw (``zoo_sweep.Cell``)."""
-    unbuilt = {c.model for c in cells if c.cause == UNBUILT}
+    unbuilt = {c.model for c in cells if fails_in_torch(c)}
     mine = [c for c in cells if c.strategy == strategy and c.batch == batch and c.model not in unbuilt]
     reference_ok = {c.model for c in cells if c.strategy == REFERENCE and c.batch == batch and c.status == "ok"}
     done = [c for c in mine if c.status == "ok" and c.agreement is not None]
@@ -107,8 +113,9 @@ def render(results: Any, models: list[str], strategies: list[str], batches: list
                     f"{c.model} {c.agreement:.3f}" + (f" c{c.contaminated}" if c.contaminated else "")
                     for c in worst) + ".")
                 lines.append("")
-    unbuilt = sorted({c.model: c.reason for c in cells if c.cause == UNBUILT}.items())
-    failures = [c for c in cells if c.status != "ok" and c.cause != UNBUILT]
+    unbuilt_models = {c.model for c in cells if fails_in_torch(c)}
+    unbuilt = sorted({c.model: c.reason for c in cells if fails_in_torch(c)}.items())
+    failures = [c for c in cells if c.status != "ok" and c.model not in unbuilt_models]
     if failures:
         lines += ["## Failures by cause", ""]
         by_cause: dict[tuple[str, str], list[Any]] = {}
@@ -119,7 +126,7 @@ def render(results: Any, models: list[str], strategies: list[str], batches: list
             lines.append(f"- {strategy}, {cause} ({len(failed)}): {where}. E.g. {failed[0].reason[:240]}")
         lines.append("")
     if unbuilt:
-        lines += [f"## Drawn configurations that do not build ({len(unbuilt)})", ""]
+        lines += [f"## Drawn configurations that do not build or run in PyTorch ({len(unbuilt)})", ""]
         lines += [f"- {model}: {reason[:240]}" for model, reason in unbuilt]
         lines.append("")
     shown = [s for s in strategies]
@@ -154,13 +161,13 @@ def zoo_section(heldout_path: Path, dev_path: Path | None) -> str:
     meta = heldout.meta
     batch = meta["batches"][0]
     cells = [c for c in heldout.cells.values() if c.model in meta["models"]]
-    unbuilt = len({c.model for c in cells if c.cause == UNBUILT})
+    unbuilt = len({c.model for c in cells if fails_in_torch(c)})
     lines = [HELDOUT_MARKERS[0], "", "## Held-out: models nobody tuned for", "",
              f"Seed {meta['seed']}, drawn for this report and never debugged on: "
              f"`{meta['command'].replace('python ', '.venv-bench/bin/python ', 1)}` ({meta['date']}; "
              f"`make bench-install` first). {len(meta['models'])} models, one seeded random configuration of each of "
              f"{len(meta['models'])} families (transformers model types, timm, torchvision), batch {batch}; "
-             f"{unbuilt} drawn configurations did not build in PyTorch and count for no strategy. The development "
+             f"{unbuilt} drawn configurations did not build or run in PyTorch and count for no strategy. The development "
              "draw (seed 0, three configurations per family, studied freely) is beside it. Full tables: "
              f"`benchmarks/results/{heldout_path.stem}.md`" + (f", `benchmarks/results/{dev_path.stem}.md`" if dev else "")
              + ". Same judgement as the zoo below (`modelexport compare`).", "",

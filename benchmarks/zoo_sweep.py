@@ -182,7 +182,12 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
     graph = onnx.load(str(output), load_external_data=False)
     node_tags = {name: NodeTag(entry["tag"], entry["module"]) for name, entry in report.sidecar["nodes"].items()}
     tags = HierarchyTags.from_model(loaded.model, False)
-    ctx = make_context(loaded.model, loaded.inputs or {}, by_keyword=loaded.by_keyword)
+    try:
+        ctx = make_context(loaded.model, loaded.inputs or {}, by_keyword=loaded.by_keyword)
+    except ModelExportError as error:  # the model exported but does not run again for the measurement
+        cell.status, cell.cause = "failed", "model fails in torch"
+        cell.reason = f"measuring failed: {first_line(error)}"
+        return cell
     module_names = [name for name, _ in ctx.module.named_modules()]
     measured = measure_agreement(graph, node_tags, cell.exporter, tags, module_names)
     cell.nodes = len(graph.graph.node)
