@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/zoo_sweep.py [--only bert,gpt2] [--strategies fx,chain] [--batches 1,2]
                                              [--timeout 240] [--jobs 1] [--resume]
+    .venv-bench/bin/python benchmarks/zoo_sweep.py --draw heldout --seed N [--size 110] [--batches 1]
 
 Each cell (model, batch, strategy) is an export with verification (onnxruntime at the example shape
 and a second shape), its tags measured node by node against PyTorch's own records of the same graph
@@ -9,6 +10,8 @@ and a second shape), its tags measured node by node against PyTorch's own record
 killed and replaced when a cell passes ``--timeout`` or the worker dies, so a hang or an out-of-memory
 stops only that cell. ``chain`` is the default chain (every installed strategy by priority).
 Results go to ``benchmarks/results/zoo.json`` after every cell and to the Markdown table ``docs/zoo.md``.
+With ``--draw``, the models are a draw of ``benchmarks/generator.py`` (fx, htp and usage_based by default), and
+the results go to ``benchmarks/results/draw-{dev,heldout-SEED}.{json,md}`` (``draw_report.py``).
 Not part of the test suite: timings depend on the machine.
 """
 
