@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
 PYTEST_ARGS ?=
 
-.PHONY: install demo test clean
+.PHONY: install demo test clean bench-install
 
 install: $(VENV)/.installed
 
@@ -31,5 +31,20 @@ test: install
 	$(BIN)/mypy --follow-imports=silent $(wildcard plugins/*/src/*/strategy.py plugins/*/src/*/__init__.py)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
+# The benchmark environment: the project plus timm and torchvision, which the project never depends on.
+# --no-deps keeps the pinned CPU torch; torchvision's compiled ops do not load beside it (benchmarks/vision_shim.py).
+BENCH_VENV ?= .venv-bench
+bench-install: $(BENCH_VENV)/.installed
+
+$(BENCH_VENV)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml)
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(BENCH_VENV)/bin/python -m pip install --quiet hatchling
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e ".[test]" $(foreach p,$(PLUGINS),-e $(p))
+	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps timm torchvision pillow
+	$(BENCH_VENV)/bin/python -m pip install --quiet huggingface_hub safetensors pyyaml
+	touch $@
+
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) out .pytest_cache

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/zoo_sweep.py [--only bert,gpt2] [--strategies fx,chain] [--batches 1,2]
                                              [--timeout 240] [--jobs 1] [--resume]
+    .venv-bench/bin/python benchmarks/zoo_sweep.py --draw heldout --seed N [--size 110] [--batches 1]
 
 Each cell (model, batch, strategy) is an export with verification (onnxruntime at the example shape
 and a second shape), its tags measured node by node against PyTorch's own records of the same graph
@@ -9,6 +10,8 @@ and a second shape), its tags measured node by node against PyTorch's own record
 killed and replaced when a cell passes ``--timeout`` or the worker dies, so a hang or an out-of-memory
 stops only that cell. ``chain`` is the default chain (every installed strategy by priority).
 Results go to ``benchmarks/results/zoo.json`` after every cell and to the Markdown table ``docs/zoo.md``.
+With ``--draw``, the models are a draw of ``benchmarks/generator.py`` (fx, htp and usage_based by default), and
+the results go to ``benchmarks/results/draw-{dev,heldout-SEED}.{json,md}`` (``draw_report.py``).
 Not part of the test suite: timings depend on the machine.
 """
 
@@ -37,6 +40,32 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import zoo  # noqa: E402  (the zoo lives beside this script)
+
+
+class Catalog:
+    """Where models come from: the zoo by name, or the generator's draws (names ``family@seed.index``)."""
+
+    def __init__(self, generated: bool = False):
+        self.generated = generated
+
+    def load(self, name: str, batch: int):
+        if self.generated:
+            import generator
+
+            return generator.load(name, batch)
+        return zoo.load(name, batch)
+
+    def family(self, name: str) -> str:
+        if self.generated:
+            return name.partition("@")[0]
+        return zoo.ZOO[name].family
+
+    @property
+    def worker_args(self) -> list[str]:
+        return ["--generated"] if self.generated else []
+
+
+CATALOG = Catalog()
 
 CHAIN = "chain"
 DEFAULT_JSON = HERE / "results" / "zoo.json"
@@ -84,6 +113,7 @@ _CAUSES: list[tuple[str, str]] = [
     (r"checker|ValidationError", "onnx checker"),
     (r"Unsupported|not supported|unsupported", "unsupported op"),
     (r"failed on its example inputs", "model fails in torch"),
+    (r"TorchScript export failed", "TorchScript export fails"),
 ]
 
 
@@ -119,14 +149,18 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
 
     from modelexport_core.compare import measure_agreement
     from modelexport_core.context import make_context
-    from modelexport_core.errors import ModelExportError
+    from modelexport_core.errors import ModelExportError, first_line
     from modelexport_core.export import ExportOptions, export_model
-    from modelexport_core.errors import first_line
     from modelexport_core.tags import HierarchyTags
     from modelexport_core.writer import NodeTag
 
-    cell = Cell(model_name, zoo.ZOO[model_name].family, batch, strategy)
-    loaded = zoo.load(model_name, batch)
+    cell = Cell(model_name, CATALOG.family(model_name), batch, strategy)
+    try:
+        loaded = CATALOG.load(model_name, batch)
+    except Exception as error:  # a drawn configuration that does not build is its own failure, not a strategy's
+        cell.reason = f"model does not build: {type(error).__name__}: {first_line(error)}"
+        cell.cause = "model does not build"
+        return cell
     options = ExportOptions(strategies=None if strategy == CHAIN else [strategy])
     output = workdir / f"{model_name}-{batch}-{strategy}.onnx"
     started = time.perf_counter()
@@ -151,7 +185,12 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
     graph = onnx.load(str(output), load_external_data=False)
     node_tags = {name: NodeTag(entry["tag"], entry["module"]) for name, entry in report.sidecar["nodes"].items()}
     tags = HierarchyTags.from_model(loaded.model, False)
-    ctx = make_context(loaded.model, loaded.inputs or {}, by_keyword=loaded.by_keyword)
+    try:
+        ctx = make_context(loaded.model, loaded.inputs or {}, by_keyword=loaded.by_keyword)
+    except ModelExportError as error:  # the model exported but does not run again for the measurement
+        cell.status, cell.cause = "failed", "model fails in torch"
+        cell.reason = f"measuring failed: {first_line(error)}"
+        return cell
     module_names = [name for name, _ in ctx.module.named_modules()]
     measured = measure_agreement(graph, node_tags, cell.exporter, tags, module_names)
     cell.nodes = len(graph.graph.node)
@@ -191,7 +230,7 @@ class Worker:
         self.log_path = log_path
         self.log = open(log_path, "ab")
         self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--worker"],
+            [sys.executable, str(Path(__file__).resolve()), "--worker", *CATALOG.worker_args],
             stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
 
@@ -325,7 +364,7 @@ def render_table(results: Results, models: list[str], strategies: list[str], bat
         "| --- | --- | " + " | ".join("---" for _ in shown) + (" | --- |" if CHAIN in strategies else " |"),
     ]
     for model in models:
-        row = [model, zoo.ZOO[model].family] + [_pair(cells, model, s, batches) for s in shown]
+        row = [model, CATALOG.family(model)] + [_pair(cells, model, s, batches) for s in shown]
         if CHAIN in strategies:
             row.append(_pair(cells, model, CHAIN, batches, _chain_cell))
         lines.append("| " + " | ".join(row) + " |")
@@ -345,6 +384,20 @@ def render_table(results: Results, models: list[str], strategies: list[str], bat
         for cell in failures:
             lines.append(f"- {cell.model} / {cell.strategy} / batch {cell.batch}: {cell.reason}")
     return "\n".join(lines) + "\n"
+
+
+HELDOUT_MARKERS = ("<!-- held-out: written from benchmarks/results/draw-heldout-*.md -->", "<!-- /held-out -->")
+
+
+def keep_heldout_section(table: str, path: Path) -> str:
+    """The zoo's page with the held-out section of the page it replaces kept after its first paragraph."""
+    start, end = HELDOUT_MARKERS
+    old = path.read_text() if path.is_file() else ""
+    if start not in old or end not in old:
+        return table
+    section = old[old.index(start):old.index(end) + len(end)]
+    title, _, rest = table.partition("\n\n")
+    return f"{title}\n\n{section}\n\n{rest}"
 
 
 THRESHOLDS = {"htp": 0.99, "usage_based": 0.97}  # issue 9's targets
@@ -384,7 +437,8 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for package in ("torch", "transformers", "onnx", "onnxruntime", "onnxscript", "modelexport-core"):
+    for package in ("torch", "transformers", "onnx", "onnxruntime", "onnxscript", "modelexport-core", "timm",
+                    "torchvision"):
         try:
             found[package] = version(package)
         except PackageNotFoundError:
@@ -455,25 +509,51 @@ def main(argv: list[str] | None = None) -> int:
                         help="export the chain even where its first strategy's own cell already succeeded")
     parser.add_argument("--table-only", action="store_true", help="rewrite the table from the JSON file")
     parser.add_argument("--digest", type=Path, help="also write failures grouped by cause to this Markdown file")
+    parser.add_argument("--draw", choices=("dev", "heldout"),
+                        help="models from benchmarks/generator.py instead of the zoo (benchmark environment)")
+    parser.add_argument("--seed", type=int, help="the held-out draw's seed (never the development seed)")
+    parser.add_argument("--size", type=int, help="models in the draw (default: every family)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--generated", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    CATALOG.generated = bool(args.generated or args.draw)
     if args.worker:
         return worker_main()
 
-    models = [m for m in args.only.split(",") if m] or list(zoo.ZOO)
-    unknown = [m for m in models if m not in zoo.ZOO]
-    if unknown:
-        parser.error(f"no zoo model {unknown[0]!r}; the zoo has {', '.join(zoo.ZOO)}")
+    if args.draw:
+        import generator
+
+        try:
+            drawn = [m.name for m in generator.draw(args.draw, args.seed, size=args.size)]
+        except ValueError as error:
+            parser.error(str(error))
+        only = [m for m in args.only.split(",") if m]
+        models = [m for m in drawn if not only or m in only or generator.family_of(m) in only
+                  or generator.family_of(m).split(":")[0] in only]
+        stem = f"draw-{args.draw}" + (f"-{args.seed}" if args.draw == "heldout" else "")
+        if args.json_path == DEFAULT_JSON:
+            args.json_path = HERE / "results" / f"{stem}.json"
+        if args.table == DEFAULT_TABLE:
+            args.table = HERE / "results" / f"{stem}.md"
+        if not args.strategies:
+            args.strategies = "fx,htp,usage_based"
+    else:
+        models = [m for m in args.only.split(",") if m] or list(zoo.ZOO)
+        unknown = [m for m in models if m not in zoo.ZOO]
+        if unknown:
+            parser.error(f"no zoo model {unknown[0]!r}; the zoo has {', '.join(zoo.ZOO)}")
     saved = json.loads(args.json_path.read_text())["meta"] if args.table_only and args.json_path.is_file() else {}
     strategies = [s for s in args.strategies.split(",") if s] or saved.get("strategies") \
         or [*installed_strategies(), CHAIN]
     batches = [int(b) for b in args.batches.split(",") if b]
-    if saved and not args.only:
+    if saved and not args.only and not args.draw:
         batches = sorted({cell["batch"] for cell in json.loads(args.json_path.read_text())["cells"]})
     command = "python benchmarks/zoo_sweep.py" + ("" if argv is None and len(sys.argv) == 1 else " ") + \
         shlex.join(sys.argv[1:] if argv is None else argv)
     meta = {"command": command.strip(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": _machine(), "versions": _versions(), "strategies": strategies, "batches": batches}
+    if args.draw:
+        meta.update(draw=args.draw, seed=generator.DEV_SEED if args.draw == "dev" else args.seed, models=models)
     results = Results(args.json_path, meta, resume=args.resume or args.table_only)
     if args.table_only:
         results.meta = saved or meta
@@ -483,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
             for batch in batches:
                 for strategy in strategies:
                     if (model, batch, strategy) not in results.cells:
-                        by_model.setdefault(model, []).append(Cell(model, zoo.ZOO[model].family, batch, strategy))
+                        by_model.setdefault(model, []).append(Cell(model, CATALOG.family(model), batch, strategy))
         # the chain tries the first installed strategy first: where that strategy alone exported and verified,
         # the chain's export is the same one, and its cell is taken from it (--rerun-chain exports it again)
         chain_first = None if args.rerun_chain else installed_strategies()[0]
@@ -502,7 +582,13 @@ def main(argv: list[str] | None = None) -> int:
         results.save()
         print(f"done in {time.perf_counter() - started:.0f} s; worker logs in {logs}", file=sys.stderr)
     args.table.parent.mkdir(parents=True, exist_ok=True)
-    table = render_table(results, models, strategies, batches)
+    if args.draw:
+        import draw_report
+
+        table = draw_report.render(results, models, strategies, batches)
+    else:
+        table = render_table(results, models, strategies, batches)
+        table = keep_heldout_section(table, args.table)
     temporary = args.table.with_name(args.table.name + ".part")
     temporary.write_text(table)
     os.replace(temporary, args.table)

@@ -1,0 +1,68 @@
+"""The evaluation generator: the held-out split never yields the development seed, draws are deterministic per
+seed, and drawn models build and run (benchmarks/generator.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import generator  # noqa: E402
+
+TINY = ["transformers:bert", "transformers:gpt2"]
+
+
+def test_heldout_refuses_the_development_seed():
+    with pytest.raises(ValueError, match="development"):
+        generator.draw("heldout", generator.DEV_SEED)
+    with pytest.raises(ValueError, match="seed"):
+        generator.draw("heldout", None)
+
+
+def test_heldout_models_carry_their_own_seed_and_dev_the_dev_seed():
+    heldout = generator.draw("heldout", 1764100000, only=TINY)
+    dev = generator.draw("dev", 1764100000, only=TINY)  # the dev draw ignores a seed given to it
+    assert heldout and all(m.seed == 1764100000 for m in heldout)
+    assert len(heldout) == len(TINY) * generator.HELDOUT_PER_FAMILY
+    assert dev and all(m.seed == generator.DEV_SEED for m in dev)
+    assert len(dev) == len(TINY) * generator.DEV_PER_FAMILY
+    assert not {m.name for m in heldout} & {m.name for m in dev}
+
+
+def test_configurations_are_deterministic_per_seed_and_differ_between_seeds():
+    first = generator.draw("heldout", 7, only=TINY, per_family=3)
+    again = generator.draw("heldout", 7, only=TINY, per_family=3)
+    other = generator.draw("heldout", 8, only=TINY, per_family=3)
+    assert [m.config for m in first] == [m.config for m in again]
+    assert [m.config for m in first] != [m.config for m in other]
+    assert all(generator.by_name(m.name).config == m.config for m in first)
+
+
+def test_size_takes_families_from_every_source_in_turn():
+    models = generator.draw("heldout", 11, size=6)
+    assert len(models) == 6 and len({m.family for m in models}) == 6
+    sources = {m.source for m in models}
+    installed = {name.split(":")[0] for name in generator.families()}
+    assert sources == installed  # 6 models reach every installed source (at most 3)
+
+
+def test_sizes_stay_small_and_divisible():
+    for index in range(30):
+        sizes = generator.draw_sizes(generator.rng_for(5, "any", index))
+        assert 32 <= sizes["hidden"] <= 128 and sizes["hidden"] % sizes["heads"] == 0
+        assert sizes["heads"] % sizes["kv_heads"] == 0 and 1 <= sizes["layers"] <= 3
+
+
+@pytest.mark.parametrize("family", TINY)
+def test_tiny_families_build_and_run(family):
+    import torch
+
+    model = generator.draw("heldout", 3, only=[family])[0]
+    module, inputs = model.build(1)
+    assert sum(p.numel() for p in module.parameters()) < 2_000_000
+    with torch.no_grad():
+        module(**inputs)
+    assert next(iter(inputs.values())).shape[0] == 1
