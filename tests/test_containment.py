@@ -51,10 +51,14 @@ def test_a_node_feeding_an_earlier_sibling_moves_to_its_first_reader():
     graph = _chain(3)
     order = {"": 0, "layer": 1, "layer.0": 2, "layer.0.mlp": 3, "layer.1": 4}
     # n0 and n1 were matched to layer.1 but feed layer.0, which ran before layer.1 began: impossible
-    held = hold_causality(graph, {"n0": "layer.1", "n1": "layer.1", "n2": "layer.0.mlp"}, order, [])
+    tags = {"n0": "layer.1", "n1": "layer.1", "n2": "layer.0.mlp"}
+    held = hold_causality(graph, tags, order, [], anchored=["n2"])
     assert held.node_modules == {"n0": "layer.0.mlp", "n1": "layer.0.mlp", "n2": "layer.0.mlp"}
     assert held.moved == {"n0": "layer.1", "n1": "layer.1"}
+    # a reader whose module was itself inferred is no evidence: one wrong guess is not spread upstream
+    assert hold_causality(graph, tags, order, [], anchored=[]).moved == {}
     # the other way round is the normal flow (an earlier layer feeds a later one), and nesting is no order
-    assert hold_causality(graph, {"n0": "layer.0", "n1": "layer.1", "n2": "layer"}, order, []).moved == {}
+    assert hold_causality(graph, {"n0": "layer.0", "n1": "layer.1", "n2": "layer"}, order, [], ["n1", "n2"]).moved == {}
     # calls of a module run more than once cannot be ordered
-    assert hold_causality(graph, {"n0": "layer.1", "n1": "layer.0", "n2": "layer.0"}, order, ["layer.1"]).moved == {}
+    tags = {"n0": "layer.1", "n1": "layer.0", "n2": "layer.0"}
+    assert hold_causality(graph, tags, order, ["layer.1"], ["n1", "n2"]).moved == {}

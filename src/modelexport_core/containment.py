@@ -68,7 +68,7 @@ def hold_call_containment(
 
 def hold_causality(
     graph: "onnx.GraphProto", node_modules: dict[str, str], first_call: dict[str, int],
-    called_more_than_once: Collection[str],
+    called_more_than_once: Collection[str], anchored: Collection[str],
 ) -> Containment:
     """Give no node a module whose call began after the calls of the nodes reading its value had ended.
 
@@ -77,20 +77,23 @@ def hold_causality(
     one: a value is made before it is read. A node breaking this (a small computation every layer repeats
     with the same numbers, matched to the wrong layer) is given the module of its reader whose call began
     first: the value was there when that call needed it (an exporter that merged equal computations of
-    several layers keeps the first). Nodes are visited readers first, so a node moved counts for the nodes
-    feeding it.
+    several layers keeps the first). Only readers whose module is known, not inferred (``anchored``: a
+    parameter read, a value matched), count, so one wrong guess is not spread upstream; a node moved for
+    them counts as known for the nodes feeding it (readers are visited first).
     """
     index = GraphIndex.of(graph)
     keys = index.keys
     modules = dict(node_modules)
     moved: dict[str, str] = {}
     reused = tuple(name for name in called_more_than_once if name)
+    known = set(anchored)
     for i in reversed(range(len(keys))):
         key = keys[i]
-        readers = [modules[keys[j]] for j in index.node_consumers(graph, i)]
+        readers = [modules[keys[j]] for j in index.node_consumers(graph, i) if keys[j] in known]
         if any(_runs_after(modules[key], reader, first_call, reused) for reader in readers):
             moved.setdefault(key, modules[key])
             modules[key] = min(readers, key=lambda reader: _began(reader, first_call))
+            known.add(key)
     return Containment(modules, moved)
 
 

@@ -107,7 +107,8 @@ class UsageBasedStrategy(TaggingStrategy):
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         reused = reused_modules(seeds, calls) | {name for name, count in call_counts.items() if count > 1}
         held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused, called_modules(ctx.model))
-        timely = hold_causality(graph, held.node_modules, first_call, reused)
+        anchored = [index.keys[i] for i, module in seeds.items() if index.keys[i] not in held.moved]
+        timely = hold_causality(graph, held.node_modules, first_call, reused, anchored)
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
