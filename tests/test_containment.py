@@ -59,6 +59,8 @@ def test_a_node_feeding_an_earlier_sibling_moves_to_its_first_reader():
     assert hold_causality(graph, tags, order, [], anchored=[]).moved == {}
     # the other way round is the normal flow (an earlier layer feeds a later one), and nesting is no order
     assert hold_causality(graph, {"n0": "layer.0", "n1": "layer.1", "n2": "layer"}, order, [], ["n1", "n2"]).moved == {}
-    # calls of a module run more than once cannot be ordered
+    # calls of a module run more than once cannot be ordered, nor can a reader inside one (a shared activation)
     tags = {"n0": "layer.1", "n1": "layer.0", "n2": "layer.0"}
     assert hold_causality(graph, tags, order, ["layer.1"], ["n1", "n2"]).moved == {}
+    tags = {"n0": "layer.1", "n1": "layer.0.mlp", "n2": "layer.0.mlp"}
+    assert hold_causality(graph, tags, order, ["layer.0.mlp"], ["n1", "n2"]).moved == {}

@@ -107,8 +107,8 @@ def _runs_after(module: str, other: str, first_call: dict[str, int], reused: tup
     theirs = ".".join(other.split(".")[: depth + 1])
     if mine not in first_call or theirs not in first_call:
         return False
-    if any(is_ancestor(name, mine) or is_ancestor(name, theirs) for name in reused):
-        return False
+    if any(is_ancestor(name, module) or is_ancestor(name, other) for name in reused):
+        return False  # a module called more than once (a shared activation) has no one place in time
     return first_call[mine] > first_call[theirs]
 
 
