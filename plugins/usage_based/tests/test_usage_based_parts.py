@@ -102,7 +102,7 @@ def test_an_in_place_activation_computes_something():
 
 
 def test_a_helper_applied_twice_per_call_is_counted():
-    from modelexport_usage_based.helper_sizes import helper_exports, module_call_counts
+    from modelexport_usage_based.helper_sizes import helper_exports, module_calls
 
     class Twice(torch.nn.Module):
         def __init__(self):
@@ -114,7 +114,7 @@ def test_a_helper_applied_twice_per_call_is_counted():
             return self.act(self.fc(self.act(x)))
 
     model = torch.nn.Sequential(Twice(), Twice()).eval()
-    counts = module_call_counts(model, lambda: model(torch.ones(1, 2)))
+    counts, _ = module_calls(model, lambda: model(torch.ones(1, 2)))
     assert counts["0"] == 1 and counts["0.act"] == 2
     exports = helper_exports(model, ModuleTree.of(model), 17, counts)
     assert exports["0.act"].per_call == 2 and exports["0.act"].ops_in_order == ("Relu",)

@@ -48,7 +48,7 @@ def helper_exports(
 ) -> dict[str, HelperExport]:
     """What each parameter-free helper of the model exports to alone (those that export alone).
 
-    ``call_counts``: how many times each module ran in one forward (``module_call_counts``); a helper
+    ``call_counts``: how many times each module ran in one forward (``module_calls``); a helper
     that ran more often than its parent runs that many times per call of it.
     """
     helpers = {helper: name for name in tree.names for helper in tree.parameter_free_helpers(name)}
@@ -62,11 +62,6 @@ def helper_exports(
                 per_call = counts.get(qualname, 0) // parent_calls if parent_calls else 1
                 found[qualname] = replace(export, per_call=max(per_call, 1))
     return found
-
-
-def module_call_counts(model: "torch.nn.Module", run: "Callable[[], object]") -> dict[str, int]:
-    """How many times each module of ``model`` (by qualified name) is called while ``run()`` runs; empty if it fails."""
-    return module_calls(model, run)[0]
 
 
 def module_calls(model: "torch.nn.Module", run: "Callable[[], object]") -> tuple[dict[str, int], dict[str, int]]:

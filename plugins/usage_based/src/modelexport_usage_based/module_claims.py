@@ -458,9 +458,6 @@ def claim_leaf_tails(
             members.add(j)
 
 
-MAX_HELPER_ROUNDS = 4
-"""Passes of helper claims; each refuses the stretches that did not come out as their helper exports."""
-
 VIEW_OPS = frozenset({"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
 """Ops that only rearrange a tensor: a stretch of them after a call's last parameter op may be its caller's."""
 
