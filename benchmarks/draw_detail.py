@@ -12,11 +12,11 @@ from pathlib import Path
 warnings.simplefilter("ignore")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generator  # noqa: E402
-
 import onnx  # noqa: E402
+
 from modelexport_core import make_context
-from modelexport_core.plugins import get_strategy
-from modelexport_core.reference import dynamo_node_modules, torchscript_node_modules
+from modelexport_core.format.reference import dynamo_node_modules, torchscript_node_modules
+from modelexport_core.plugin.discovery import get_strategy
 from modelexport_core.testing import sibling_contamination
 
 name, strategy = sys.argv[1], sys.argv[2]

@@ -5,7 +5,7 @@
 
 Per strategy: models exported (of those that build, and of those fx exports), mean agreement with PyTorch's
 own records, models under 0.99 and 0.98, contaminated nodes, the ten worst, failures grouped by cause. The
-agreement is the sweep's (``modelexport_core.compare.measure_agreement``, as ``modelexport compare``).
+agreement is the sweep's (``modelexport_core.measure.agreement.measure_agreement``, as ``modelexport compare``).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def render(results: Any, models: list[str], strategies: list[str], batches: list
         "",
         "Each model is exported with each strategy alone and verified in onnxruntime (example shape and a second "
         "shape); a number is the share of nodes whose tag matches PyTorch's own record of the module that made them "
-        "(`modelexport_core.compare.measure_agreement`, the judgement of `modelexport compare`); `cN` counts nodes "
+        "(`modelexport_core.measure.agreement.measure_agreement`, the judgement of `modelexport compare`); `cN` counts nodes "
         "tagged to a sibling layer (contamination); `x` is a failed export with its short cause. Models whose drawn "
         "configuration does not build in PyTorch are listed apart and counted for no strategy.",
         "",

@@ -11,10 +11,10 @@ import json
 import sys
 import warnings
 
-from modelexport_core.compare import compare_strategies
-from modelexport_core.export import ExportOptions
-from modelexport_core.models import LoadedModel, load_model
-from modelexport_core.presets import PRESETS
+from modelexport_core.export.pipeline import ExportOptions
+from modelexport_core.measure.compare import compare_strategies
+from modelexport_core.prepare.models import LoadedModel, load_model
+from modelexport_core.prepare.presets import PRESETS
 
 
 def bert_base() -> LoadedModel:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from modelexport_core.models import LoadedModel
+    from modelexport_core.prepare.models import LoadedModel
 
 DEV_SEED = 0
 DEV_PER_FAMILY = 3
@@ -84,7 +84,7 @@ class GeneratedModel:
         return model.eval(), inputs
 
     def load(self, batch: int) -> "LoadedModel":
-        from modelexport_core.models import LoadedModel
+        from modelexport_core.prepare.models import LoadedModel
 
         model, inputs = self.build(batch)
         return LoadedModel(model, f"generated:{self.name}", "factory", inputs=inputs, by_keyword=True)

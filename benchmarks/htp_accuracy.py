@@ -28,7 +28,7 @@ def _hf(config_class: str, model_class: str, **config) -> Callable[[], tuple]:
         import torch
         import transformers
 
-        from modelexport_core.inputs import inputs_from_config
+        from modelexport_core.prepare.inputs import inputs_from_config
 
         torch.manual_seed(0)
         model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config)).eval()
@@ -95,7 +95,7 @@ def measure(name: str, exporter: str, detail: bool) -> dict:
     import onnx
 
     from modelexport_core import make_context
-    from modelexport_core.reference import dynamo_node_modules, torchscript_node_modules
+    from modelexport_core.format.reference import dynamo_node_modules, torchscript_node_modules
     from modelexport_core.testing import sibling_contamination
     from modelexport_htp.strategy import HTPStrategy
 

@@ -32,7 +32,7 @@ def synthetic_tagged(nodes: int, path: Path) -> None:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from modelexport_core.writer import MODULE_KEY, TAG_KEY
+    from modelexport_core.format.writer import MODULE_KEY, TAG_KEY
 
     units = 100 * 10 * 5
     per_unit = max(nodes // units, 2)

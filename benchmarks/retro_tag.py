@@ -4,7 +4,7 @@ Each model is exported the way a user would without modelexport: ``torch.onnx.ex
 dynamo=False)`` with the defaults (constant folding on: BatchNorm folded into convolutions, recurrent
 weights packed, linear weights transposed, identical tensors merged). usage_based then tags that file
 from the model's parameters, and its tags are measured node by node against the scopes the exporter
-wrote into the node names (``modelexport_core.reference.torchscript_node_modules``). ``--own`` also
+wrote into the node names (``modelexport_core.format.reference.torchscript_node_modules``). ``--own`` also
 measures usage_based's own export of the model with ``compare_strategies``.
 
     .venv/bin/python benchmarks/retro_tag.py [--own] [--only resnet,lstm_tagger] [--json out.json]
@@ -77,8 +77,8 @@ def plain_export(model, inputs, path: Path, exporter: str = "torchscript") -> No
 def _tagger(strategy: str):
     """``tag(ctx, onnx_model) -> node_modules`` for a strategy name, or for ``records`` (tag without ``-s``)."""
     if strategy == "records":
-        from modelexport_core.records import read_records
-        from modelexport_core.strategy import StrategyUnavailable
+        from modelexport_core.format.records import read_records
+        from modelexport_core.plugin.strategy import StrategyUnavailable
 
         def from_records(ctx, onnx_model):
             records = read_records(onnx_model, [name for name, _ in ctx.model.named_modules()])
@@ -86,7 +86,7 @@ def _tagger(strategy: str):
                 raise StrategyUnavailable("the file carries no whole module records")
             return records.node_modules
         return from_records
-    from modelexport_core.plugins import get_strategy
+    from modelexport_core.plugin.discovery import get_strategy
 
     strategy_class = get_strategy(strategy).strategy
     return lambda ctx, onnx_model: strategy_class().tag_onnx(ctx, onnx_model).node_modules
@@ -96,9 +96,10 @@ def measure_tag(name: str, folder: Path, strategy: str = "usage_based", rename: 
                 exporter: str = "torchscript") -> Row:
     import onnx
 
-    from modelexport_core import HierarchyTags, make_context, reference
-    from modelexport_core.graph import fill_missing_modules
-    from modelexport_core.strategy import StrategyUnavailable
+    from modelexport_core import HierarchyTags, make_context
+    from modelexport_core.format import reference
+    from modelexport_core.format.graph import fill_missing_modules
+    from modelexport_core.plugin.strategy import StrategyUnavailable
     from modelexport_core.testing import sibling_contamination
 
     row = Row(name)
@@ -131,8 +132,8 @@ def measure_tag(name: str, folder: Path, strategy: str = "usage_based", rename: 
 
 
 def measure_own(name: str, row: Row) -> None:
-    from modelexport_core.compare import compare_strategies
-    from modelexport_core.export import ExportOptions
+    from modelexport_core.export.pipeline import ExportOptions
+    from modelexport_core.measure.compare import compare_strategies
 
     with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")

@@ -54,11 +54,17 @@ def core_tagging(ctx, loaded, onnx_path: Path, result, strategy: str, tags) -> d
     import os
     from dataclasses import replace
 
-    from modelexport_core.export import ExportOptions, ExportRun, TaggedFile, _sidecar_document, node_tags_from_result
-    from modelexport_core.graph import strip_wrapper_names
-    from modelexport_core.onnx_file import check_graph, load_graph, save_graph
-    from modelexport_core.sidecar import Attempt, sidecar_path, write_sidecar
-    from modelexport_core.writer import write_tags
+    from modelexport_core.export.pipeline import (
+        ExportOptions,
+        ExportRun,
+        TaggedFile,
+        _sidecar_document,
+        node_tags_from_result,
+    )
+    from modelexport_core.format.graph import strip_wrapper_names
+    from modelexport_core.format.onnx_file import check_graph, load_graph, save_graph
+    from modelexport_core.format.sidecar import Attempt, sidecar_path, write_sidecar
+    from modelexport_core.format.writer import write_tags
 
     steps: dict[str, float] = {}
     clock, cpu_clock = time.perf_counter(), time.process_time()
@@ -113,10 +119,10 @@ def child(layers: int, strategy: str, workdir: Path) -> dict[str, float]:
 
     warnings.simplefilter("ignore")
     os.environ["BENCH_LAYERS"] = str(layers)
-    from modelexport_core.context import make_context
-    from modelexport_core.models import load_model
-    from modelexport_core.plugins import get_strategy
-    from modelexport_core.tags import HierarchyTags
+    from modelexport_core.format.tags import HierarchyTags
+    from modelexport_core.plugin.discovery import get_strategy
+    from modelexport_core.prepare.context import make_context
+    from modelexport_core.prepare.models import load_model
 
     loaded = load_model(FACTORY)
     ctx = make_context(loaded.model, loaded.inputs, dynamic=strategy != "fx", by_keyword=loaded.by_keyword)
@@ -142,10 +148,10 @@ def synthetic(nodes: int, workdir: Path) -> dict[str, float]:
     import torch
     from onnx import TensorProto, helper
 
-    from modelexport_core.context import make_context
-    from modelexport_core.models import LoadedModel
-    from modelexport_core.strategy import TaggingResult
-    from modelexport_core.tags import HierarchyTags
+    from modelexport_core.format.tags import HierarchyTags
+    from modelexport_core.plugin.strategy import TaggingResult
+    from modelexport_core.prepare.context import make_context
+    from modelexport_core.prepare.models import LoadedModel
 
     class Block(torch.nn.Module):
         def __init__(self) -> None:

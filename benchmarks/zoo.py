@@ -2,7 +2,7 @@
 
 Every entry builds a small model (2 layers, hidden 32-64, images of 32-64 px) and its example
 inputs at a given batch size, seeded and deterministic; nothing downloads. ``load(name, batch)``
-returns a :class:`modelexport_core.models.LoadedModel` for ``export_model`` and ``compare_strategies``.
+returns a :class:`modelexport_core.prepare.models.LoadedModel` for ``export_model`` and ``compare_strategies``.
 
     .venv/bin/python benchmarks/zoo.py            # list the zoo
     .venv/bin/python benchmarks/zoo.py --check    # build and run every model at batch 1 and 2
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from modelexport_core.models import LoadedModel
+    from modelexport_core.prepare.models import LoadedModel
 
 FAMILIES = ("encoder", "decoder", "encoder-decoder", "vision", "audio", "moe", "cnn", "rnn", "custom")
 SEED = 0
@@ -531,7 +531,7 @@ def build(name: str, batch: int) -> tuple["nn.Module", Inputs]:
 
 def load(name: str, batch: int) -> "LoadedModel":
     """The zoo model as the core loads a factory: inputs given by keyword."""
-    from modelexport_core.models import LoadedModel
+    from modelexport_core.prepare.models import LoadedModel
 
     model, inputs = build(name, batch)
     return LoadedModel(model, f"zoo:{name}", "factory", inputs=inputs, by_keyword=True)

@@ -6,7 +6,7 @@
 
 Each cell (model, batch, strategy) is an export with verification (onnxruntime at the example shape
 and a second shape), its tags measured node by node against PyTorch's own records of the same graph
-(``modelexport_core.compare.measure_agreement``). Cells run in a worker process per model that is
+(``modelexport_core.measure.agreement.measure_agreement``). Cells run in a worker process per model that is
 killed and replaced when a cell passes ``--timeout`` or the worker dies, so a hang or an out-of-memory
 stops only that cell. ``chain`` is the default chain (every installed strategy by priority).
 Results go to ``benchmarks/results/zoo.json`` after every cell and to the Markdown table ``docs/zoo.md``.
@@ -147,12 +147,12 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
     """Export one cell with verification and measure its tags against PyTorch's records."""
     import onnx
 
-    from modelexport_core.compare import measure_agreement
-    from modelexport_core.context import make_context
     from modelexport_core.errors import ModelExportError, first_line
-    from modelexport_core.export import ExportOptions, export_model
-    from modelexport_core.tags import HierarchyTags
-    from modelexport_core.writer import NodeTag
+    from modelexport_core.export.pipeline import ExportOptions, export_model
+    from modelexport_core.format.tags import HierarchyTags
+    from modelexport_core.format.writer import NodeTag
+    from modelexport_core.measure.agreement import measure_agreement
+    from modelexport_core.prepare.context import make_context
 
     cell = Cell(model_name, CATALOG.family(model_name), batch, strategy)
     try:
@@ -457,7 +457,7 @@ def _machine() -> str:
 
 
 def installed_strategies() -> list[str]:
-    from modelexport_core.plugins import get_strategies
+    from modelexport_core.plugin.discovery import get_strategies
 
     return [info.name for info in get_strategies()]
 

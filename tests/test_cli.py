@@ -170,9 +170,9 @@ def plain_torchscript_bert(tmp_path_factory):
     """A BERT file a user exported with the TorchScript exporter, through a wrapper of their own (keyword inputs)."""
     import torch
 
-    from modelexport_core.context import make_context
-    from modelexport_core.inputs import inputs_from_config
-    from modelexport_core.models import load_model
+    from modelexport_core.prepare.context import make_context
+    from modelexport_core.prepare.inputs import inputs_from_config
+    from modelexport_core.prepare.models import load_model
 
     loaded = load_model("preset:bert")
     ctx = make_context(loaded.model, inputs_from_config(loaded.model))
@@ -185,9 +185,9 @@ def plain_torchscript_bert(tmp_path_factory):
 def test_tag_reads_the_scopes_a_torchscript_file_carries(plain_torchscript_bert, tmp_path):
     import onnx
 
-    from modelexport_core.models import load_model
-    from modelexport_core.reference import torchscript_node_modules
-    from modelexport_core.tags import HierarchyTags
+    from modelexport_core.format.reference import torchscript_node_modules
+    from modelexport_core.format.tags import HierarchyTags
+    from modelexport_core.prepare.models import load_model
 
     plain, wrapped_names = plain_torchscript_bert
     result = runner.invoke(app, ["tag", str(plain), "--model", "preset:bert", "-o", str(tmp_path / "tagged.onnx"), "--json"])
@@ -228,8 +228,8 @@ def users_own_export(tmp_path_factory):
     """A BERT file exported by a user directly (dynamo, weights in an external data file, no wrapper)."""
     import torch
 
-    from modelexport_core.inputs import inputs_from_config
-    from modelexport_core.models import load_model
+    from modelexport_core.prepare.inputs import inputs_from_config
+    from modelexport_core.prepare.models import load_model
 
     folder = tmp_path_factory.mktemp("theirs")
     model = load_model("preset:bert").model

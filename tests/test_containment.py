@@ -1,11 +1,10 @@
-"""The call-containment invariant htp and usage_based hold before they write (``modelexport_core.containment``)."""
+"""The call-containment invariant htp and usage_based hold before they write (``modelexport_core.export.containment``)."""
 
 from __future__ import annotations
 
 from onnx import TensorProto, helper
 
-from modelexport_core.containment import hold_call_containment
-
+from modelexport_core.export.containment import hold_call_containment
 
 RAN = {"layer.0", "layer.0.mlp", "layer.0.mlp.fc", "layer.1", "shared", "shared.fc", "head"}
 
@@ -46,7 +45,7 @@ def test_nodes_between_the_elements_of_a_container_are_left_to_the_caller():
 
 
 def test_a_node_feeding_an_earlier_sibling_moves_to_its_first_reader():
-    from modelexport_core.containment import hold_causality
+    from modelexport_core.export.containment import hold_causality
 
     graph = _chain(3)
     order = {"": 0, "layer": 1, "layer.0": 2, "layer.0.mlp": 3, "layer.1": 4}

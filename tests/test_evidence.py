@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from modelexport_core import export_module
 from modelexport_core.cli import app
-from modelexport_core.export import node_evidence
-from modelexport_core.strategy import TaggingResult
+from modelexport_core.export.pipeline import node_evidence
+from modelexport_core.plugin.strategy import TaggingResult
 
 runner = CliRunner()
 

@@ -8,11 +8,11 @@ import onnx
 import pytest
 
 from modelexport_core.errors import OutputPathError, VerificationError
-from modelexport_core.export import ExportOptions, export_model
-from modelexport_core.models import load_model
-from modelexport_core.sidecar import SCHEMA, validate_sidecar
-from modelexport_core.tags import HierarchyTags
-from modelexport_core.writer import MODULE_KEY, TAG_KEY
+from modelexport_core.export.pipeline import ExportOptions, export_model
+from modelexport_core.format.sidecar import SCHEMA, validate_sidecar
+from modelexport_core.format.tags import HierarchyTags
+from modelexport_core.format.writer import MODULE_KEY, TAG_KEY
+from modelexport_core.prepare.models import load_model
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +61,8 @@ def test_doc_string_carries_the_seed_json(bert_export):
 def test_tagging_changes_no_name_topology_or_value(bert_export, tmp_path):
     import torch
 
-    from modelexport_core.context import make_context
-    from modelexport_core.inputs import inputs_from_config
+    from modelexport_core.prepare.context import make_context
+    from modelexport_core.prepare.inputs import inputs_from_config
 
     loaded, report = bert_export
     tagged = onnx.load(str(report.onnx_path))
@@ -85,7 +85,7 @@ def test_tagging_changes_no_name_topology_or_value(bert_export, tmp_path):
 def test_node_and_weight_names_match_a_plain_export_of_the_users_model(tmp_path):
     import torch
 
-    from modelexport_core.models import LoadedModel
+    from modelexport_core.prepare.models import LoadedModel
     from modelexport_core.testing import HARD_CASES
 
     model, inputs = HARD_CASES["stacked_blocks"]()
@@ -163,9 +163,9 @@ def test_external_data_models_are_tagged_without_loading_their_weights(tmp_path,
     """Models over 2 GB are stored with external data; the tagger must only touch the graph."""
     import onnx.external_data_helper
 
-    from modelexport_core import export as export_module
-    from modelexport_core.plugins import StrategyInfo
     from modelexport_builtin_tracking.strategy import BuiltinTrackingStrategy
+    from modelexport_core.export import pipeline as export_module
+    from modelexport_core.plugin.discovery import StrategyInfo
 
     class ExternalDataStrategy(BuiltinTrackingStrategy):
         name = "external_data"

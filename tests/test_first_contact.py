@@ -11,11 +11,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from modelexport_core import models
 from modelexport_core.cli import app
 from modelexport_core.errors import InputSpecError
-from modelexport_core.export import example_inputs
-from modelexport_core.models import load_model
+from modelexport_core.export.pipeline import example_inputs
+from modelexport_core.prepare import models
+from modelexport_core.prepare.models import load_model
 
 runner = CliRunner()
 
@@ -63,7 +63,7 @@ def test_tag_checks_its_input_file_before_the_model_loads(tmp_path, never_load):
 
 
 def test_tag_help_names_the_strategies_that_can_tag_an_existing_file():
-    from modelexport_core.plugins import get_strategies
+    from modelexport_core.plugin.discovery import get_strategies
 
     able = [info.name for info in get_strategies() if info.can_tag_existing]
     assert "usage_based" in able and "fx" not in able

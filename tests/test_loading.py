@@ -7,12 +7,12 @@ import json
 import pytest
 import torch
 
-from modelexport_core.context import make_context
 from modelexport_core.errors import InputSpecError, ModelLoadError
-from modelexport_core.export import example_inputs
-from modelexport_core.inputs import inputs_from_config, read_input_specs
-from modelexport_core.models import load_model
-from modelexport_core.presets import PRESETS
+from modelexport_core.export.pipeline import example_inputs
+from modelexport_core.prepare.context import make_context
+from modelexport_core.prepare.inputs import inputs_from_config, read_input_specs
+from modelexport_core.prepare.models import load_model
+from modelexport_core.prepare.presets import PRESETS
 
 FACTORY = '''
 import torch

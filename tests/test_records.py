@@ -13,9 +13,9 @@ from torch import nn
 from typer.testing import CliRunner
 
 from modelexport_core.cli import app
-from modelexport_core.records import read_records
-from modelexport_core.reference import NAME_SCOPES_KEY, dynamo_node_modules, torchscript_node_modules
-from modelexport_core.tags import HierarchyTags
+from modelexport_core.format.records import read_records
+from modelexport_core.format.reference import NAME_SCOPES_KEY, dynamo_node_modules, torchscript_node_modules
+from modelexport_core.format.tags import HierarchyTags
 
 runner = CliRunner()
 HERE = Path(__file__).resolve().parent

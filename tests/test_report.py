@@ -10,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import onnx
@@ -18,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from modelexport_core.cli import app
-from modelexport_core.export import ExportOptions, export_model
-from modelexport_core.models import load_model
-from modelexport_core.presets import PRESETS
+from modelexport_core.export.pipeline import ExportOptions, export_model
+from modelexport_core.prepare.models import load_model
+from modelexport_core.prepare.presets import PRESETS
 
 MODEL = "preset:bert"
 CHROMIUM = os.environ.get("MODELEXPORT_CHROMIUM", "/usr/bin/chromium")
@@ -55,7 +54,7 @@ def report_data(html: Path) -> dict:
 
 def _steady_kernel_times(monkeypatch) -> None:
     """onnxruntime's node times vary from run to run: give each node a time of its name, in both commands."""
-    from modelexport_core import profiling
+    from modelexport_core.tools import profiling
 
     real = profiling.kernel_times
 
@@ -109,7 +108,7 @@ def test_report_figures_equal_inspect_profile_and_numerics(tmp_path, tagged_bert
 
 
 def test_report_parameters_are_the_initializers_a_module_reads(tmp_path, tagged_bert):
-    from modelexport_core.tagged import load_tagged
+    from modelexport_core.format.tagged import load_tagged
 
     output = tmp_path / "report.html"
     _invoke("report", str(tagged_bert), "-o", str(output))
@@ -263,7 +262,7 @@ def test_report_in_chromium(browser, report_html, tagged_bert):
 @pytest.mark.browser
 def test_report_with_error_marks_the_first_divergent_module(browser, tmp_path, tagged_bert):
     """A weight of one layer changed by hand: the page marks that layer as where the error comes in."""
-    from modelexport_core.tagged import load_tagged
+    from modelexport_core.format.tagged import load_tagged
 
     tagged = load_tagged(tagged_bert)
     tag, _ = tagged.resolve("encoder.layer.1.intermediate")
@@ -360,9 +359,9 @@ def test_view_refuses_bad_overlays_in_one_line(tagged_bert):
 
 
 def test_view_error_overlay_gives_each_node_its_module_error(tagged_bert):
-    from modelexport_core.numerics import compare_numerics
-    from modelexport_core.tagged import load_tagged
-    from modelexport_core.viewer import error_node_data
+    from modelexport_core.format.tagged import load_tagged
+    from modelexport_core.measure.numerics import compare_numerics
+    from modelexport_core.tools.viewer import error_node_data
 
     tagged = load_tagged(tagged_bert)
     numbers = compare_numerics(load_model(MODEL), tagged_bert)

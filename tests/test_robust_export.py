@@ -12,9 +12,9 @@ import torch
 
 from modelexport_core import export_module
 from modelexport_core.errors import ModelRunError, VerificationError
-from modelexport_core.export import export_model
-from modelexport_core.models import LoadedModel, load_model
-from modelexport_core.reference import dynamo_node_modules, torchscript_node_modules
+from modelexport_core.export.pipeline import export_model
+from modelexport_core.format.reference import dynamo_node_modules, torchscript_node_modules
+from modelexport_core.prepare.models import LoadedModel, load_model
 from modelexport_core.testing import HARD_CASES
 
 STRATEGIES = ["fx", "builtin_tracking", "htp", "usage_based"]
@@ -121,8 +121,8 @@ def _perturbing_strategy():
 
 @pytest.fixture
 def with_perturbing(monkeypatch):
-    from modelexport_core import export as export_pipeline
-    from modelexport_core.plugins import StrategyInfo, get_strategy
+    from modelexport_core.export import pipeline as export_pipeline
+    from modelexport_core.plugin.discovery import StrategyInfo, get_strategy
 
     def lookup(name):
         return StrategyInfo(_perturbing_strategy(), "test", "0") if name == "perturbing" else get_strategy(name)
@@ -263,14 +263,14 @@ def test_bfloat16_inputs_say_in_one_line_why_they_are_not_verified(tmp_path):
 
 
 def test_verification_reads_outputs_through_cpu_copies():
-    from modelexport_core.verify import to_numpy
+    from modelexport_core.export.verify import to_numpy
 
     value = torch.ones(2, 2, requires_grad=True) * 3
     assert np.array_equal(to_numpy(value), np.full((2, 2), 3.0, dtype=np.float32))
 
 
 def test_generated_inputs_follow_the_model_dtype_and_device():
-    from modelexport_core.inputs import on_model_device
+    from modelexport_core.prepare.inputs import on_model_device
 
     model = torch.nn.Linear(2, 2).half()
     moved = on_model_device({"x": torch.randn(1, 2), "ids": torch.ones(1, 2, dtype=torch.long)}, model)

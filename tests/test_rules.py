@@ -12,7 +12,7 @@ ARCHITECTURE_WORDS = re.compile(
     r"\b(bert|gpt2?|llama|vit|resnet|t5|roberta|qwen|embeddings?|encoder|decoder|pooler|attention)\b", re.IGNORECASE
 )
 # Presets and the test-model module name architectures on purpose: they build models, they do not tag them.
-NOT_TAGGING_LOGIC = {"presets.py", "testing.py"}
+NOT_TAGGING_LOGIC = {"presets.py", "cases.py"}
 
 
 def _logic_files():
@@ -63,9 +63,9 @@ def test_the_rule_check_would_catch_a_violation(tmp_path):
 def test_default_tags_hold_no_torch_nn_class(preset, tmp_path):
     import onnx
 
-    from modelexport_core.export import ExportOptions, export_model
-    from modelexport_core.models import load_model
-    from modelexport_core.writer import read_tags
+    from modelexport_core.export.pipeline import ExportOptions, export_model
+    from modelexport_core.format.writer import read_tags
+    from modelexport_core.prepare.models import load_model
 
     loaded = load_model(f"preset:{preset}")
     torch_classes = {type(m).__name__ for m in loaded.model.modules() if type(m).__module__.startswith("torch.")}
@@ -188,21 +188,102 @@ def test_in_tree_plugins_import_the_core_only_through_the_sdk():
 def test_the_sdk_rule_would_catch_a_plugin_reaching_inside(tmp_path):
     plugin = tmp_path / "plugins" / "p" / "src" / "mod.py"
     plugin.parent.mkdir(parents=True)
-    plugin.write_text("def f():\n    from modelexport_core.graph import GraphIndex\n")
-    assert _outside_the_sdk([plugin]) == ["plugins/p/src/mod.py:2 imports modelexport_core.graph"]
+    plugin.write_text("def f():\n    from modelexport_core.format.graph import GraphIndex\n")
+    assert _outside_the_sdk([plugin]) == ["plugins/p/src/mod.py:2 imports modelexport_core.format.graph"]
 
 
-FILE_TOOLS = ["inspect_tags", "tagged", "sidecar", "validate", "extract", "derived", "profiling", "report", "nodes",
-              "writer", "onnx_file", "graph", "viewer", "records"]
-"""The modules that read and write tagged files: they work without PyTorch installed."""
+CORE = REPO / "src" / "modelexport_core"
+NO_TORCH_LAYERS = ("tools", "format")
+"""The layers that read and write tagged files: they work without PyTorch installed."""
 
 
-@pytest.mark.parametrize("module", FILE_TOOLS)
-def test_tools_over_tagged_files_never_import_torch(module):
+def _imported_packages(path: Path) -> set[str]:
+    """The top-level package of every absolute import in ``path``, inside functions too, type-only ones aside."""
     import ast
 
-    tree = ast.parse((REPO / "src" / "modelexport_core" / f"{module}.py").read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
-    assert "torch" not in imported
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return found
+
+
+def _no_torch_files() -> list[Path]:
+    return sorted(path for layer in NO_TORCH_LAYERS for path in (CORE / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _no_torch_files(), ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_tools_and_format_never_import_torch(path):
+    """Not at module level, not inside a function (type-only imports aside)."""
+    assert "torch" not in _imported_packages(path)
+
+
+def test_tools_and_format_import_with_torch_absent():
+    """What they import, all the way down, needs no torch: importing them with torch blocked succeeds."""
+    import subprocess
+    import sys
+
+    modules = [".".join(path.relative_to(CORE.parent).with_suffix("").parts) for path in _no_torch_files()]
+    program = ("import importlib, sys\nsys.modules['torch'] = None\n"
+               f"for name in {modules!r}:\n    importlib.import_module(name)\n")
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_the_no_torch_rule_would_catch_a_function_level_import(tmp_path):
+    path = tmp_path / "tool.py"
+    path.write_text("def f():\n    import torch.nn\n")
+    assert _imported_packages(path) == {"torch"}
+
+
+LAYERS = {  # a layer may import the top-level modules (errors, version) and the layers listed here
+    "plugin": set(),
+    "format": {"plugin"},
+    "prepare": {"plugin", "format"},
+    "export": {"plugin", "format", "prepare"},
+    "tools": {"plugin", "format"},
+    "measure": {"plugin", "format", "prepare", "export", "tools"},
+    "testing": {"plugin", "format", "prepare", "export", "measure"},
+}
+TOP_LEVEL_LEAVES = {"errors", "version"}
+
+
+def _layer_of(module: str) -> str:
+    return module.split(".")[1] if module.count(".") >= 1 else ""
+
+
+def test_the_core_is_layered():
+    """``src/modelexport_core`` shows the layers, and each imports only those beneath it (so no cycle between them)."""
+    assert {path.name for path in CORE.iterdir() if path.is_dir() and (path / "__init__.py").exists()} == set(LAYERS)
+    assert _layer_violations(_import_graph(CORE)) == []
+
+
+def test_the_layer_rule_would_catch_a_tool_reaching_into_the_pipeline():
+    graph = {"modelexport_core.tools.report": {"modelexport_core.export.pipeline", "modelexport_core.errors"},
+             "modelexport_core.format.tags": {"modelexport_core"}}
+    assert _layer_violations(graph) == ["modelexport_core.format.tags imports modelexport_core",
+                                        "modelexport_core.tools.report imports modelexport_core.export.pipeline"]
+
+
+def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for module, imported in graph.items():
+        layer = _layer_of(module)
+        if layer not in LAYERS:
+            continue
+        for target in imported:
+            other = _layer_of(target)
+            if target == "modelexport_core" or (other != layer and other not in LAYERS[layer] | TOP_LEVEL_LEAVES):
+                wrong.append(f"{module} imports {target}")  # the package top imports every layer
+    return sorted(wrong)

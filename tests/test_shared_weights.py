@@ -8,10 +8,10 @@ import onnxruntime
 import pytest
 import torch
 
-from modelexport_core.context import make_context
-from modelexport_core.onnx_file import load_graph
-from modelexport_core.shared_weights import find_shared_weights, shared_weights_session
-from modelexport_core.verify import verify
+from modelexport_core.export.shared_weights import find_shared_weights, shared_weights_session
+from modelexport_core.export.verify import verify
+from modelexport_core.format.onnx_file import load_graph
+from modelexport_core.prepare.context import make_context
 
 
 class Scaled(torch.nn.Module):

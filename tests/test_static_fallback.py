@@ -10,8 +10,8 @@ import torch
 
 from modelexport_core import export_module
 from modelexport_core.errors import ModelExportError
-from modelexport_core.reference import torchscript_node_modules
-from modelexport_core.sidecar import validate_sidecar
+from modelexport_core.format.reference import torchscript_node_modules
+from modelexport_core.format.sidecar import validate_sidecar
 
 
 class BatchBakingModel(torch.nn.Module):

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelexport_core.presets import build_preset
-from modelexport_core.tags import HierarchyTags, ModuleRecord, common_ancestor
+from modelexport_core.format.tags import HierarchyTags, ModuleRecord, common_ancestor
+from modelexport_core.prepare.presets import build_preset
 from modelexport_core.testing import HARD_CASES
 
 TAG_FORMAT = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*)+$")

@@ -19,11 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 from modelexport_core.cli import app
-from modelexport_core.export import ExportOptions, example_inputs, export_model
-from modelexport_core.models import LoadedModel, load_model
-from modelexport_core.sidecar import sidecar_path
-from modelexport_core.tagged import load_tagged
-from modelexport_core.writer import LAYER_KEY, NAMESPACE_KEY, TAG_KEY, TORCH_NAMESPACE_KEY, node_property
+from modelexport_core.export.pipeline import ExportOptions, example_inputs, export_model
+from modelexport_core.format.sidecar import sidecar_path
+from modelexport_core.format.tagged import load_tagged
+from modelexport_core.format.writer import LAYER_KEY, NAMESPACE_KEY, TAG_KEY, TORCH_NAMESPACE_KEY, node_property
+from modelexport_core.prepare.models import LoadedModel, load_model
 
 HERE = Path(__file__).resolve().parent
 MODELS = {
@@ -118,7 +118,7 @@ def test_pytorch_namespace_is_kept_under_its_own_key(exported):
 
 
 def test_viewer_keys_left_out_and_source_paths_stripped(tmp_path, exported):
-    from modelexport_core.source_paths import has_source_path
+    from modelexport_core.format.source_paths import has_source_path
     from modelexport_core.testing import stacked_blocks
 
     model, inputs = stacked_blocks()
@@ -150,7 +150,7 @@ def test_onnxruntime_accepts_layer_assignment_by_module(exported, model, strateg
 
 
 def test_layer_annotation_prefix_never_catches_a_longer_index():
-    from modelexport_core.writer import layer_annotation
+    from modelexport_core.format.writer import layer_annotation
 
     assert not layer_annotation("/M/Layer.10").startswith(layer_annotation("/M/Layer.1"))
     assert layer_annotation("/M/Layer.1/Block").startswith(layer_annotation("/M/Layer.1"))
@@ -180,7 +180,7 @@ def test_model_explorer_namespace_rule_gives_one_layer_per_module(exported):
 def test_extract_matches_the_full_model_and_the_pytorch_module(tmp_path, exported, model, strategy):
     import torch
 
-    from modelexport_core.context import make_context
+    from modelexport_core.prepare.context import make_context
 
     entry = exported(model, strategy)
     part_path = tmp_path / "part.onnx"
@@ -256,7 +256,7 @@ def _change_one_weight(source: Path, target: Path, tag: str) -> str:
 
 @pytest.mark.parametrize("model,strategy", COMBOS)
 def test_numerics_finds_the_layer_whose_weight_changed(tmp_path, exported, model, strategy):
-    from modelexport_core.numerics import compare_numerics
+    from modelexport_core.measure.numerics import compare_numerics
 
     entry = exported(model, strategy)
     clean = compare_numerics(entry.loaded, entry.path)
@@ -422,7 +422,7 @@ def test_tools_refuse_an_untagged_file(tmp_path, exported):
 
 @pytest.mark.parametrize("strategy", ["htp", "usage_based"])
 def test_every_tool_on_files_of_the_other_strategies(tmp_path, exported, strategy):
-    from modelexport_core.numerics import compare_numerics
+    from modelexport_core.measure.numerics import compare_numerics
 
     entry = exported("bert_mask", strategy)
     path = str(entry.path)
@@ -441,7 +441,7 @@ def test_every_tool_on_files_of_the_other_strategies(tmp_path, exported, strateg
 
 def test_tools_on_a_file_with_external_weights(tmp_path, exported):
     """Weights in a data file beside the graph: each tool reads only what it needs and finds the rest."""
-    from modelexport_core.numerics import compare_numerics
+    from modelexport_core.measure.numerics import compare_numerics
 
     entry = exported("bert_mask", "builtin_tracking")
     model = onnx.load(str(entry.path))

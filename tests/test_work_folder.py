@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from modelexport_core.cli import app
-from modelexport_core.signals import Stopped, deferred_signals, stop_on_signals
-from modelexport_core.work_folder import (
+from modelexport_core.format.signals import Stopped, deferred_signals, stop_on_signals
+from modelexport_core.format.work_folder import (
     OWNER_FILE,
     Owner,
     close_work_folder,

@@ -8,8 +8,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from modelexport_core.graph import node_key, strip_wrapper_names
-from modelexport_core.writer import NodeTag, write_tags
+from modelexport_core.format.graph import node_key, strip_wrapper_names
+from modelexport_core.format.writer import NodeTag, write_tags
 
 OWN = {"modelexport.tag", "modelexport.module", "namespace", "layer_ann", "pkg.torch.onnx.namespace"}
 
@@ -153,9 +153,9 @@ def test_a_node_without_a_tag_is_an_error():
 def test_every_node_keeps_its_own_other_modules():
     import torch
 
-    from modelexport_core.export import node_tags_from_result
-    from modelexport_core.strategy import TaggingResult
-    from modelexport_core.tags import HierarchyTags
+    from modelexport_core.export.pipeline import node_tags_from_result
+    from modelexport_core.format.tags import HierarchyTags
+    from modelexport_core.plugin.strategy import TaggingResult
 
     class Part(torch.nn.Module):
         pass

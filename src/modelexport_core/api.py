@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from .errors import ModelLoadError
+from modelexport_core.errors import ModelLoadError
 
 if TYPE_CHECKING:
     import torch
 
-    from .export import ExportReport
+    from modelexport_core.export.pipeline import ExportReport
 
 
 def export_module(
@@ -32,7 +32,7 @@ def export_module(
     ``args`` is a tensor, a tuple of tensors (passed positionally; graph inputs are named after
     ``forward``'s parameters) or a dict of name to tensor (passed as keywords). ``strategies``
     are tried in order (default: every installed one by priority). Returns the
-    :class:`~modelexport_core.export.ExportReport`. Raises a
+    :class:`~modelexport_core.export.pipeline.ExportReport`. Raises a
     :class:`~modelexport_core.errors.ModelExportError` subclass, with a one-line message, when it
     cannot: ``AllStrategiesFailedError`` (every attempt, a line each), ``VerificationError``,
     ``OutputPathError``, ``ModelRunError`` (the module fails on ``args``), ``UnknownStrategyError``
@@ -40,8 +40,8 @@ def export_module(
     """
     import torch
 
-    from .export import ExportOptions, export_model
-    from .models import LoadedModel, tensor_inputs
+    from modelexport_core.export.pipeline import ExportOptions, export_model
+    from modelexport_core.prepare.models import LoadedModel, tensor_inputs
 
     if not isinstance(module, torch.nn.Module):
         raise ModelLoadError(f"export_module takes a torch.nn.Module, not {type(module).__name__}")

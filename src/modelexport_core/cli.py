@@ -15,10 +15,10 @@ import typer.core
 from rich.console import Console
 from rich.table import Table
 
-from .errors import AllStrategiesFailedError, ModelExportError, first_line
-from .plugins import PluginLoadWarning
-from .signals import Stopped, stop_on_signals
-from .work_folder import StaleWorkFolderWarning, close_open_work_folders
+from modelexport_core.errors import AllStrategiesFailedError, ModelExportError, first_line
+from modelexport_core.format.signals import Stopped, stop_on_signals
+from modelexport_core.format.work_folder import StaleWorkFolderWarning, close_open_work_folders
+from modelexport_core.plugin.discovery import PluginLoadWarning
 
 app = typer.Typer(
     help="Export PyTorch models to ONNX with every node tagged by the module that produced it.",
@@ -34,8 +34,8 @@ def _print_versions(show: bool) -> None:
     """``--version``: the core's version, then each installed strategy with its distribution and version."""
     if not show:
         return
-    from .plugins import get_strategies
-    from .version import __version__
+    from modelexport_core.plugin.discovery import get_strategies
+    from modelexport_core.version import __version__
 
     with _user_errors():
         console.print(f"modelexport-core {__version__}", highlight=False)
@@ -229,10 +229,10 @@ def export(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show each failed attempt's whole message and library logs"),
 ) -> None:
     """Export MODEL to OUTPUT with every node tagged, and write OUTPUT's .hierarchy.json sidecar."""
-    from .export import ExportOptions, check_before_loading, export_model
-    from .models import load_model
-    from .options import parse_assignments
-    from .progress import progress_display
+    from modelexport_core.export.pipeline import ExportOptions, check_before_loading, export_model
+    from modelexport_core.plugin.options import parse_assignments
+    from modelexport_core.prepare.models import load_model
+    from modelexport_core.progress import progress_display
 
     with _user_errors(verbose):
         _quiet_libraries(verbose)
@@ -265,7 +265,7 @@ def _option_value(value: object) -> str:
 @app.command()
 def strategies(as_json: bool = typer.Option(False, "--json", help="Print as JSON")) -> None:
     """List the installed tagging strategies, in the order they are tried."""
-    from .plugins import get_strategies
+    from modelexport_core.plugin.discovery import get_strategies
 
     with _user_errors():
         found = get_strategies()
@@ -314,7 +314,7 @@ class _TagCommand(typer.core.TyperCommand):
     """``tag --help`` lists the installed strategies that can tag an existing file."""
 
     def format_help(self, ctx, formatter) -> None:  # noqa: ANN001
-        from .plugins import get_strategies
+        from modelexport_core.plugin.discovery import get_strategies
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -347,17 +347,17 @@ def tag(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show each failed attempt's whole message and library logs"),
 ) -> None:
     """Tag an ONNX file: with the modules of MODEL (--model), or from the tagged file it was derived from (--from)."""
-    from .export import ExportOptions, check_before_tagging, tag_existing
-    from .models import load_model
-    from .options import parse_assignments
-    from .progress import progress_display
+    from modelexport_core.export.pipeline import ExportOptions, check_before_tagging, tag_existing
+    from modelexport_core.plugin.options import parse_assignments
+    from modelexport_core.prepare.models import load_model
+    from modelexport_core.progress import progress_display
 
     with _user_errors(verbose):
         if (model is None) == (source is None):
             _fail("give either --model (the PyTorch model) or --from (the tagged file it was made from), not both" if model
                   else "give --model (the PyTorch model) or --from (the tagged file ONNX_FILE was made from)")
         if source is not None:
-            from .derived import tag_derived
+            from modelexport_core.tools.derived import tag_derived
 
             derived = tag_derived(onnx_file, source, output, viewer_keys=viewer_keys)
             if as_json:
@@ -398,11 +398,11 @@ def compare(
     """Run each strategy on MODEL and measure its tags against PyTorch's own per-node records."""
     from dataclasses import asdict
 
-    from .compare import compare_strategies
-    from .export import ExportOptions
-    from .models import load_model
-    from .options import parse_assignments
-    from .progress import progress_display
+    from modelexport_core.export.pipeline import ExportOptions
+    from modelexport_core.measure.compare import compare_strategies
+    from modelexport_core.plugin.options import parse_assignments
+    from modelexport_core.prepare.models import load_model
+    from modelexport_core.progress import progress_display
 
     with _user_errors():
         _quiet_libraries()
@@ -452,8 +452,8 @@ def inspect(
     """Show the hierarchy of tags in a tagged ONNX file, with the node count of each module."""
     from rich.tree import Tree
 
-    from .compare import format_evidence
-    from .inspect_tags import TagNode, recorded_evidence, tag_tree
+    from modelexport_core.measure.compare import format_evidence
+    from modelexport_core.tools.inspect_tags import TagNode, recorded_evidence, tag_tree
 
     with _user_errors():
         if not onnx_file.is_file():
@@ -504,7 +504,7 @@ def nodes(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list"),
 ) -> None:
     """Print the node names of a module and its descendants, one a line (for nodes_to_exclude, partitioners)."""
-    from .nodes import module_nodes
+    from modelexport_core.tools.nodes import module_nodes
 
     with _user_errors():
         found = module_nodes(onnx_file, module, set(_split_strategies(ops) or []) or None)
@@ -525,7 +525,7 @@ def extract(
     """Write one module and its descendants as a standalone model; its inputs and outputs keep their names."""
     from dataclasses import asdict
 
-    from .extract import extract_module
+    from modelexport_core.tools.extract import extract_module
 
     with _user_errors():
         report = extract_module(onnx_file, module, output)
@@ -555,7 +555,7 @@ def profile(
 
     from rich.tree import Tree
 
-    from .profiling import LEVELS, profile_file, write_node_data
+    from modelexport_core.tools.profiling import LEVELS, profile_file, write_node_data
 
     with _user_errors():
         if level not in LEVELS:
@@ -601,9 +601,9 @@ def numerics(
     """Compare each module's output in PyTorch and onnxruntime; show where the difference comes in."""
     from dataclasses import asdict
 
-    from .models import load_model
-    from .numerics import compare_numerics
-    from .progress import progress_display
+    from modelexport_core.measure.numerics import compare_numerics
+    from modelexport_core.prepare.models import load_model
+    from modelexport_core.progress import progress_display
 
     with _user_errors():
         _quiet_libraries()
@@ -648,10 +648,10 @@ def report(
     rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance for --numerics"),
 ) -> None:
     """Write one self-contained HTML page of the module hierarchy: tree, chart, figures and nodes per module."""
-    from .profiling import LEVELS, profile_file
-    from .progress import progress_display
-    from .report import build_report, write_report
-    from .tagged import load_tagged
+    from modelexport_core.format.tagged import load_tagged
+    from modelexport_core.progress import progress_display
+    from modelexport_core.tools.profiling import LEVELS, profile_file
+    from modelexport_core.tools.report import build_report, write_report
 
     with _user_errors():
         if level not in LEVELS:
@@ -663,8 +663,8 @@ def report(
                 progress(f"profiling {onnx_file.name} in onnxruntime")
                 times = profile_file(onnx_file, runs, level)
             if numerics_model is not None:
-                from .models import load_model
-                from .numerics import compare_numerics
+                from modelexport_core.measure.numerics import compare_numerics
+                from modelexport_core.prepare.models import load_model
 
                 _quiet_libraries()
                 progress(f"loading {numerics_model}")
@@ -687,8 +687,8 @@ def view(
     open_browser: bool = typer.Option(True, "--browser/--no-browser", help="Open the page in a browser"),
 ) -> None:
     """Open the file in Model Explorer: one collapsible group per module, nodes coloured by time or error."""
-    from .tagged import load_tagged
-    from .viewer import OVERLAYS, error_node_data, require_model_explorer, serve
+    from modelexport_core.format.tagged import load_tagged
+    from modelexport_core.tools.viewer import OVERLAYS, error_node_data, require_model_explorer, serve
 
     with _user_errors():
         if overlay is not None and overlay not in OVERLAYS:
@@ -699,12 +699,12 @@ def view(
         tagged = load_tagged(onnx_file)
         node_data = None
         if overlay == "time":
-            from .profiling import node_data_document, profile_file
+            from modelexport_core.tools.profiling import node_data_document, profile_file
 
             node_data = node_data_document(profile_file(onnx_file, runs))
         elif overlay == "error":
-            from .models import load_model
-            from .numerics import compare_numerics
+            from modelexport_core.measure.numerics import compare_numerics
+            from modelexport_core.prepare.models import load_model
 
             _quiet_libraries()
             assert model is not None  # --overlay error without --model is refused above
@@ -718,7 +718,7 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON"),
 ) -> None:
     """Check a tagged file: ONNX checker, every node tagged, tags well formed, sidecar in agreement."""
-    from .validate import validate_file
+    from modelexport_core.tools.validate import validate_file
 
     with _user_errors():
         result = validate_file(onnx_file)

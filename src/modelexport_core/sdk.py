@@ -15,14 +15,20 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 
 from __future__ import annotations
 
-from .containment import EVIDENCE_KIND, hold_call_containment, hold_causality
-from .context import takes_keywords
-from .errors import ModelMismatchError, first_line
-from .exporters import export_torchscript
-from .graph import GraphIndex, fill_missing_modules, node_key
-from .hookspecs import hookimpl
-from .onnx_file import StreamedTensor, load_graph, save_with_initializers, stub_file, tensor_value
-from .strategy import (
+from modelexport_core.errors import ModelMismatchError, first_line
+from modelexport_core.export.containment import EVIDENCE_KIND, hold_call_containment, hold_causality
+from modelexport_core.export.exporters import export_torchscript
+from modelexport_core.format.graph import GraphIndex, fill_missing_modules, node_key
+from modelexport_core.format.onnx_file import (
+    StreamedTensor,
+    load_graph,
+    save_with_initializers,
+    stub_file,
+    tensor_value,
+)
+from modelexport_core.format.tags import common_ancestor, is_ancestor, parent_qualname
+from modelexport_core.plugin.hookspecs import hookimpl
+from modelexport_core.plugin.strategy import (
     WRAPPER_ATTRIBUTE,
     ExportContext,
     StrategyFailed,
@@ -31,8 +37,8 @@ from .strategy import (
     TaggingResult,
     TaggingStrategy,
 )
-from .tags import common_ancestor, is_ancestor, parent_qualname
-from .wrapper import fixed_keywords
+from modelexport_core.prepare.context import takes_keywords
+from modelexport_core.prepare.wrapper import fixed_keywords
 
 __all__ = [
     "EVIDENCE_KIND",

@@ -5,12 +5,12 @@ from __future__ import annotations
 import onnx
 import pytest
 
-from modelexport_core import get_strategy, make_context
-from modelexport_core.inputs import inputs_from_config
-from modelexport_core.presets import build_preset
-from modelexport_core.reference import torchscript_node_modules
-from modelexport_core.testing import HARD_CASES, sibling_contamination
 from modelexport_builtin_tracking.strategy import BuiltinTrackingStrategy
+from modelexport_core import get_strategy, make_context
+from modelexport_core.format.reference import torchscript_node_modules
+from modelexport_core.prepare.inputs import inputs_from_config
+from modelexport_core.prepare.presets import build_preset
+from modelexport_core.testing import HARD_CASES, sibling_contamination
 
 
 def _preset_case(name):

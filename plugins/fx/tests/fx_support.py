@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 import torch
 
-from modelexport_core import ExportContext, TaggingResult, make_context
-from modelexport_core.graph import node_key
-from modelexport_core.inputs import inputs_from_config
-from modelexport_core.presets import build_preset
-from modelexport_core.reference import dynamo_node_modules
-from modelexport_core.testing import HARD_CASES
-from modelexport_fx.strategy import FxStrategy
+from modelexport_core import ExportContext, make_context
+from modelexport_core.testing import HARD_CASES, Measured, build_case, measure_export
 
 PRESET_NAMES = ["bert", "gpt2", "vit", "llama", "t5"]
 HARD_CASE_NAMES = list(HARD_CASES)
@@ -25,35 +18,10 @@ HARD_CASE_NAMES = list(HARD_CASES)
 logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # "torchvision is not installed" notices
 
 
-@dataclass
-class Exported:
-    ctx: ExportContext
-    result: TaggingResult
-    path: Path
-    onnx_model: onnx.ModelProto
-
-    @property
-    def node_keys(self) -> list[str]:
-        return [node_key(node, i) for i, node in enumerate(self.onnx_model.graph.node)]
-
-    @property
-    def reference(self) -> dict[str, str | None]:
-        return dynamo_node_modules(self.onnx_model)
-
-
-def model_and_inputs(name: str) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
-    if name in HARD_CASES:
-        return HARD_CASES[name]()
-    model = build_preset(name)
-    return model, inputs_from_config(model)
-
-
-def export(name: str, directory: Path, **context: Any) -> Exported:
-    model, inputs = model_and_inputs(name)
-    ctx = make_context(model, inputs, **context)
-    path = directory / f"{name}.onnx"
-    result = FxStrategy().export(ctx, path)
-    return Exported(ctx, result, path, onnx.load(str(path)))
+def export(name: str, directory: Path, **context: Any) -> Measured:
+    """fx's export of a preset or hard case with ``make_context(**context)``, measured against PyTorch's records."""
+    ctx = make_context(*build_case(name), **context)
+    return measure_export("fx", ctx, directory / f"{name}.onnx", name)
 
 
 def module_names(model: torch.nn.Module) -> set[str]:

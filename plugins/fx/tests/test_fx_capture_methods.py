@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from modelexport_core import StrategyFailed, export_module, make_context
-from modelexport_core.reference import dynamo_node_modules
+from modelexport_core.format.reference import dynamo_node_modules
 from modelexport_fx.capture import CAPTURE_METHODS
 from modelexport_fx.strategy import FxStrategy
 

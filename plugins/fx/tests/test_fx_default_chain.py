@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from modelexport_core.cli import app
-from modelexport_core.export import ExportOptions, export_model
-from modelexport_core.models import load_model
-from modelexport_core.reference import dynamo_node_modules
-from modelexport_core.sidecar import validate_sidecar
-from modelexport_core.tags import HierarchyTags
+from modelexport_core.export.pipeline import ExportOptions, export_model
+from modelexport_core.format.reference import dynamo_node_modules
+from modelexport_core.format.sidecar import validate_sidecar
+from modelexport_core.format.tags import HierarchyTags
+from modelexport_core.prepare.models import load_model
 from modelexport_core.testing import sibling_contamination
 
 runner = CliRunner()

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fx_support import HARD_CASE_NAMES, PRESET_NAMES, module_names, resized_inputs, run_onnx, run_torch
 
 from modelexport_core.testing import sibling_contamination
-
-from fx_support import HARD_CASE_NAMES, PRESET_NAMES, module_names, resized_inputs, run_onnx, run_torch
 
 ALL = PRESET_NAMES + HARD_CASE_NAMES
 
@@ -98,10 +97,10 @@ def test_pretrained_model_through_the_core_pipeline(tmp_path):
     import onnx
 
     from modelexport_core import make_context
-    from modelexport_core.export import ExportOptions, export_model
-    from modelexport_core.inputs import inputs_from_tokenizer
-    from modelexport_core.models import load_model
-    from modelexport_core.reference import dynamo_node_modules
+    from modelexport_core.export.pipeline import ExportOptions, export_model
+    from modelexport_core.format.reference import dynamo_node_modules
+    from modelexport_core.prepare.inputs import inputs_from_tokenizer
+    from modelexport_core.prepare.models import load_model
     from modelexport_fx.strategy import FxStrategy
 
     loaded = load_model(str(gt.get_model_path()))

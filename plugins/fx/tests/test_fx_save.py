@@ -7,8 +7,8 @@ import onnx
 from onnx import numpy_helper
 
 from modelexport_core import make_context
-from modelexport_core.inputs import inputs_from_config
-from modelexport_core.presets import build_preset
+from modelexport_core.prepare.inputs import inputs_from_config
+from modelexport_core.prepare.presets import build_preset
 from modelexport_fx.capture import export_program, math_sdpa
 from modelexport_fx.to_onnx import program_to_onnx, save
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+from fx_support import export, module_names
 
 from modelexport_core import StrategyFailed, get_strategy, make_context
-from modelexport_core.reference import dynamo_node_modules
+from modelexport_core.format.reference import dynamo_node_modules
 from modelexport_core.testing import HARD_CASES
 from modelexport_fx import capture
 from modelexport_fx.attribution import normalise_module_path
 from modelexport_fx.reasons import one_line_reason
 from modelexport_fx.strategy import FxStrategy
-
-from fx_support import export, module_names
 
 
 class DataDependent(torch.nn.Module):
@@ -120,9 +119,10 @@ def test_axis_pinned_to_its_example_size_is_exported_static_and_said(tmp_path):
 
 
 def test_gpt2_with_cache_on_in_its_config_still_exports(tmp_path):
-    from modelexport_core.inputs import inputs_from_config
-    from modelexport_core.presets import PRESETS
     import transformers
+
+    from modelexport_core.prepare.inputs import inputs_from_config
+    from modelexport_core.prepare.presets import PRESETS
 
     config = transformers.GPT2Config(**dict(PRESETS["gpt2"].config, use_cache=True))
     torch.manual_seed(0)

@@ -1,27 +1,16 @@
-"""Fixtures of the htp tests: each model exported once per session and mode, and shared."""
+"""Fixtures of the htp tests: each model exported once per session and mode (the core's test kit) and shared."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # tests run with --import-mode=importlib
-
-from htp_support import Measured, measure  # noqa: E402
+from htp_support import BUILDERS
 
 
 @pytest.fixture(scope="session")
-def measured(tmp_path_factory):
+def measured(modelexport_measured):
     """``measured(name, dynamic=True, exporter="torchscript")``: htp's export of a model, compared with PyTorch's."""
-    cache: dict[tuple, Measured] = {}
-    directory = tmp_path_factory.mktemp("htp_models")
 
-    def get(name: str, dynamic: bool = True, exporter: str = "torchscript") -> Measured:
-        key = (name, dynamic, exporter)
-        if key not in cache:
-            cache[key] = measure(name, directory, dynamic, exporter)
-        return cache[key]
+    def get(name: str, dynamic: bool = True, exporter: str = "torchscript"):
+        return modelexport_measured("htp", name, builders=BUILDERS, dynamic=dynamic, options={"exporter": exporter})
 
     return get

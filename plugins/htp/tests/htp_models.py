@@ -234,7 +234,7 @@ def fading_convs():
 def _transformers_model(config_class: str, model_class: str, **config):
     import transformers
 
-    from modelexport_core.inputs import inputs_from_config
+    from modelexport_core.prepare.inputs import inputs_from_config
 
     torch.manual_seed(0)
     model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config)).eval()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from htp_models import ARCHITECTURES
 from htp_support import CASES, PRESETS, initializer_owners
-from modelexport_core.tags import is_ancestor
+
+from modelexport_core.format.tags import is_ancestor
 
 
 def check(measured, threshold: float = 0.99) -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 import onnx
 import pytest
 import torch
-
 from htp_support import build
+
 from modelexport_core import StrategyFailed, StrategyUnavailable, TaggingStrategy, get_strategy, make_context
-from modelexport_core.graph import node_key
-from modelexport_core.tags import is_ancestor
+from modelexport_core.format.graph import node_key
+from modelexport_core.format.tags import is_ancestor
 from modelexport_htp.strategy import HTPStrategy, export_plain
 
 SOURCE = Path(__file__).parents[1] / "src" / "modelexport_htp"
@@ -136,9 +136,9 @@ def test_dynamo_export_is_projected_too(measured):
 
 
 def test_end_to_end_through_the_core(tmp_path):
-    from modelexport_core.export import ExportOptions, export_model
-    from modelexport_core.models import LoadedModel
-    from modelexport_core.sidecar import validate_sidecar
+    from modelexport_core.export.pipeline import ExportOptions, export_model
+    from modelexport_core.format.sidecar import validate_sidecar
+    from modelexport_core.prepare.models import LoadedModel
 
     model, inputs = build("same_class_siblings")
     loaded = LoadedModel(model=model, source="test", kind="factory", inputs=inputs)
@@ -154,7 +154,7 @@ def test_end_to_end_through_the_core(tmp_path):
 
 def test_falls_back_to_dynamo_when_torchscript_cannot_export(tmp_path):
     """``torch.special.erfcx`` has no TorchScript symbolic; the default ``auto`` projects a dynamo export."""
-    from modelexport_core.reference import dynamo_node_modules
+    from modelexport_core.format.reference import dynamo_node_modules
 
     class Differences(torch.nn.Module):
         def __init__(self):
@@ -203,9 +203,9 @@ def test_inputs_holding_one_value_are_varied_for_the_trace():
 
 def test_an_all_ones_mask_leaves_the_mask_the_model_builds_at_the_root(tmp_path):
     """With no padding every value built from the mask holds one number; htp still finds where it was built."""
-    from modelexport_core.inputs import inputs_from_config
-    from modelexport_core.presets import build_preset
-    from modelexport_core.reference import torchscript_node_modules
+    from modelexport_core.format.reference import torchscript_node_modules
+    from modelexport_core.prepare.inputs import inputs_from_config
+    from modelexport_core.prepare.presets import build_preset
     from modelexport_htp.strategy import HTPStrategy
 
     model = build_preset("bert")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-
 from htp_support import build
+
 from modelexport_core import make_context
 from modelexport_htp.trace import trace_execution
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from usage_based_support import ALL_MODELS, EXPORTED_MODELS, MIN_AGREEMENT, Measured
 
-from modelexport_core.graph import GraphIndex, node_key
-from modelexport_core.tags import is_ancestor
+from modelexport_core.format.graph import GraphIndex, node_key
+from modelexport_core.format.tags import is_ancestor
 
 
 def assert_complete(measured: Measured) -> None:
@@ -32,13 +32,13 @@ def test_export_tags_every_node_with_a_real_module(exported, name):
 @pytest.mark.parametrize("name", EXPORTED_MODELS)
 def test_export_agrees_with_torchscript_scopes(exported, name):
     measured = exported(name)
-    assert measured.agreement() >= MIN_AGREEMENT, measured.disagreements()
-    assert measured.tag_agreement() >= MIN_AGREEMENT, measured.disagreements()
+    assert measured.agreement >= MIN_AGREEMENT, measured.disagreements()
+    assert measured.tag_agreement >= MIN_AGREEMENT, measured.disagreements()
 
 
 @pytest.mark.parametrize("name", EXPORTED_MODELS)
 def test_export_never_gives_a_node_to_a_sibling_layer(exported, name):
-    assert exported(name).contamination() == []
+    assert exported(name).contaminated == []
 
 
 @pytest.mark.parametrize("name", EXPORTED_MODELS)
@@ -59,5 +59,5 @@ def test_tag_onnx_on_a_dynamo_graph_agrees_with_its_name_scopes(dynamo_tagged, n
     measured = dynamo_tagged(name)
     assert_complete(measured)
     assert measured.result.exporter == "dynamo"
-    assert measured.agreement() >= MIN_AGREEMENT, measured.disagreements()
-    assert measured.contamination() == []
+    assert measured.agreement >= MIN_AGREEMENT, measured.disagreements()
+    assert measured.contaminated == []

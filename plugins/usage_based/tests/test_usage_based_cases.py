@@ -7,10 +7,13 @@ import copy
 import io
 
 import onnx
-from usage_based_support import MIN_AGREEMENT, Measured, model_and_inputs
+from usage_based_support import MIN_AGREEMENT, Measured
 
-from modelexport_core import make_context, reference
-from modelexport_core.graph import node_key
+from modelexport_core.testing import build_case
+
+from modelexport_core import make_context
+from modelexport_core.format import reference
+from modelexport_core.format.graph import node_key
 from modelexport_usage_based.strategy import UsageBasedStrategy
 
 
@@ -89,14 +92,14 @@ def test_initializer_names_are_not_needed(exported):
 
 def test_static_shapes_export_agrees_too(tmp_path):
     """With static shapes the exporter folds shape arithmetic away; views are recognised from inferred shapes."""
-    ctx = make_context(*model_and_inputs("gpt2"), dynamic=False)
+    ctx = make_context(*build_case("gpt2"), dynamic=False)
     with contextlib.redirect_stderr(io.StringIO()):
         result = UsageBasedStrategy().export(ctx, tmp_path / "gpt2_static.onnx")
     onnx_model = onnx.load(str(tmp_path / "gpt2_static.onnx"))
     names = [qualname for qualname, _ in ctx.module.named_modules()]
-    measured = Measured(ctx, onnx_model, result, reference.torchscript_node_modules(onnx_model, names))
-    assert measured.agreement() >= MIN_AGREEMENT, measured.disagreements()
-    assert measured.contamination() == []
+    measured = Measured("gpt2", ctx, onnx_model, result, reference.torchscript_node_modules(onnx_model, names))
+    assert measured.agreement >= MIN_AGREEMENT, measured.disagreements()
+    assert measured.contaminated == []
 
 
 def test_a_norm_module_owns_the_statistics_it_computes(exported):

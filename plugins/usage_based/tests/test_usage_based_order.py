@@ -23,7 +23,6 @@ from torch import nn
 from torch.nn import functional
 from usage_based_support import assert_every_recorded_node, measure_case
 
-
 WIDTH = 8
 
 

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelexport_core import get_strategy, make_context
-from modelexport_core.strategy import StrategyFailed
 from modelexport_core.errors import ModelMismatchError
+from modelexport_core.plugin.strategy import StrategyFailed
 from modelexport_usage_based.assignment import min_cost_assignment
 from modelexport_usage_based.module_tree import ModuleTree
 from modelexport_usage_based.parameters import ParameterIndex

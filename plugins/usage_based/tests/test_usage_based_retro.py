@@ -17,8 +17,9 @@ import pytest
 import torch
 from torch import nn
 
-from modelexport_core import HierarchyTags, make_context, reference
-from modelexport_core.graph import node_key
+from modelexport_core import HierarchyTags, make_context
+from modelexport_core.format import reference
+from modelexport_core.format.graph import node_key
 from modelexport_core.testing import sibling_contamination
 from modelexport_usage_based.strategy import UsageBasedStrategy
 

@@ -1,0 +1,99 @@
+"""PyTorch's own per-node module records, read back from an exported ONNX file.
+
+These are the references strategies are measured against (tests, ``modelexport
+compare``): the dynamo exporter's ``pkg.torch.onnx.name_scopes`` metadata, and the
+scopes the TorchScript exporter encodes in node names (``/blocks.0/mixer/proj/MatMul``,
+with ``name_1``, ``name_2`` for repeated calls). Names here are of
+the user's model: the export wrapper's ``model.`` prefix is removed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from typing import TYPE_CHECKING, Iterable
+
+from modelexport_core.format.graph import node_key
+from modelexport_core.format.tags import is_ancestor
+from modelexport_core.plugin.strategy import WRAPPER_ATTRIBUTE
+
+if TYPE_CHECKING:
+    import onnx
+
+NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+_REPEAT_SUFFIX = re.compile(r"^(.*)_(\d+)$")
+
+
+def _strip_wrapper(qualname: str, wrapped: bool) -> str:
+    if not wrapped:
+        return qualname
+    if qualname == WRAPPER_ATTRIBUTE:
+        return ""
+    if qualname.startswith(WRAPPER_ATTRIBUTE + "."):
+        return qualname[len(WRAPPER_ATTRIBUTE) + 1:]
+    return ""
+
+
+def dynamo_node_modules(model: "onnx.ModelProto", wrapped: bool = True) -> dict[str, str | None]:
+    """Innermost module of each node from ``name_scopes`` metadata; None where a node has none."""
+    result: dict[str, str | None] = {}
+    for i, node in enumerate(model.graph.node):
+        props = {p.key: p.value for p in node.metadata_props}
+        scopes = props.get(NAME_SCOPES_KEY)
+        if scopes is None:
+            result[node_key(node, i)] = None
+            continue
+        names = ast.literal_eval(scopes)
+        # the last entry is the FX node's own name; the ones before it are modules, outermost first
+        modules = names[:-1]
+        result[node_key(node, i)] = _strip_wrapper(modules[-1], wrapped) if modules else ""
+    return result
+
+
+def unqualified_name(qualname: str) -> str:
+    """The name the TorchScript exporter gives a module in scopes: its last non-numeric atom onwards."""
+    atoms = qualname.split(".")
+    for i in range(len(atoms) - 1, -1, -1):
+        if not atoms[i].isdigit():
+            return ".".join(atoms[i:])
+    return qualname
+
+
+def torchscript_node_modules(
+    model: "onnx.ModelProto", module_names: Iterable[str], wrapped: bool = True
+) -> dict[str, str | None]:
+    """Innermost module of each node from the scope the TorchScript exporter put in its name.
+
+    ``module_names`` are the qualified names of the exported module (with the wrapper, if
+    any). Nodes the exporter left unscoped (initializer ``Identity`` nodes) map to None.
+    """
+    by_unqualified: dict[str, list[str]] = defaultdict(list)
+    for name in module_names:
+        if name:
+            by_unqualified[unqualified_name(name)].append(name)
+
+    def resolve(component: str, current: str) -> str | None:
+        candidates = by_unqualified.get(component)
+        if not candidates:
+            match = _REPEAT_SUFFIX.match(component)
+            candidates = by_unqualified.get(match.group(1)) if match else None
+        if not candidates:
+            return None
+        inside = [c for c in candidates if is_ancestor(current, c) and c != current]
+        pool = inside or candidates
+        return min(pool, key=lambda c: (c.count("."), c))
+
+    result: dict[str, str | None] = {}
+    for i, node in enumerate(model.graph.node):
+        key = node_key(node, i)
+        if not node.name.startswith("/"):
+            result[key] = None
+            continue
+        current = ""
+        for component in node.name[1:].split("/")[:-1]:
+            resolved = resolve(component, current)
+            if resolved is not None:
+                current = resolved
+        result[key] = _strip_wrapper(current, wrapped)
+    return result

@@ -1,0 +1,60 @@
+"""Agreement with PyTorch's own records: the share of nodes whose tag is the recorded module's, and contamination.
+
+This is the judgement ``modelexport compare``, the zoo sweep and the test kit all make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from modelexport_core.format.reference import dynamo_node_modules, torchscript_node_modules
+from modelexport_core.format.tags import HierarchyTags
+from modelexport_core.format.writer import NodeTag
+
+
+def reference_modules(onnx_model: Any, exporter: str, module_names: list[str]) -> dict[str, str | None]:
+    """PyTorch's own record of each node's module, read the way the exporter wrote it."""
+    if exporter == "dynamo":
+        return dynamo_node_modules(onnx_model)
+    return torchscript_node_modules(onnx_model, module_names)
+
+
+@dataclass
+class Agreement:
+    """How a graph's node tags match PyTorch's records of the same graph."""
+
+    reference_nodes: int  # nodes for which PyTorch recorded a module
+    agreement: float | None  # share of those whose tag matches the record
+    contaminated: int  # nodes given to a sibling layer
+
+
+def measure_agreement(
+    onnx_model: Any, node_tags: dict[str, NodeTag], exporter: str, tags: HierarchyTags, module_names: list[str]
+) -> Agreement:
+    """Compare ``node_tags`` with PyTorch's records in ``onnx_model``; ``module_names`` are the wrapper's."""
+    reference = reference_modules(onnx_model, exporter, module_names)
+    known = {node: module for node, module in reference.items() if module is not None}
+    agreeing = sum(1 for node, module in known.items() if node_tags[node].tag == tags.tag_of(module))
+    contaminated = sibling_contamination({n: t.module for n, t in node_tags.items()},
+                                         {n: tags.kept_module(m) for n, m in known.items()})
+    return Agreement(len(known), agreeing / len(known) if known else None, len(contaminated))
+
+
+def sibling_contamination(node_modules: dict[str, str], reference: dict[str, str | None]) -> list[str]:
+    """Nodes whose module sits in a different element of a ModuleList/Sequential than the reference says.
+
+    Two names conflict when, at the first position where they differ, both have an index
+    atom (``layers.0`` against ``layers.1``): the node was given to a sibling layer.
+    """
+    bad = []
+    for node, expected in reference.items():
+        got = node_modules.get(node)
+        if expected is None or got is None:
+            continue
+        for a, b in zip(expected.split("."), got.split(".")):
+            if a != b:
+                if a.isdigit() and b.isdigit():
+                    bad.append(node)
+                break
+    return bad
