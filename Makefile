@@ -24,12 +24,14 @@ demo: install
 	$(BIN)/modelexport export preset:bert out/bert.onnx
 	$(BIN)/modelexport inspect out/bert.onnx --depth 4
 
-# lint and type checks first (seconds), then the tests
+# lint and type checks first (seconds), then the fast unit tier (a minute), then the rest; exit 5 is
+# pytest's "no test selected" (PYTEST_ARGS naming only one tier)
 test: install
 	$(BIN)/ruff check src plugins/*/src
 	$(BIN)/mypy src/modelexport_core
 	$(BIN)/mypy --follow-imports=silent $(wildcard plugins/*/src/*/strategy.py plugins/*/src/*/__init__.py)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m unit $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -q -m "not unit" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The benchmark environment: the project plus timm and torchvision, which the project never depends on.
 # --no-deps keeps the pinned CPU torch; torchvision's compiled ops do not load beside it (benchmarks/vision_shim.py).

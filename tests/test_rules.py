@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit  # the fast tier, run first
+
 REPO = Path(__file__).resolve().parents[1]
 ARCHITECTURE_WORDS = re.compile(
     r"\b(bert|gpt2?|llama|vit|resnet|t5|roberta|qwen|embeddings?|encoder|decoder|pooler|attention)\b", re.IGNORECASE
@@ -74,18 +76,30 @@ def test_default_tags_hold_no_torch_nn_class(preset, tmp_path):
     assert torch_classes and not segments & torch_classes
 
 
+def _import_statements(path: Path):
+    """Every import statement in ``path``, inside functions too, except under ``if TYPE_CHECKING:``."""
+    import ast
+
+    def visit(node: ast.AST):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                yield from visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        for child in ast.iter_child_nodes(node):
+            yield from visit(child)
+
+    yield from visit(ast.parse(path.read_text()))
+
+
 def _imports(path: Path, module: str, is_package: bool, modules: set[str]) -> set[str]:
-    """Modules of ``modules`` that ``path`` imports anywhere (inside functions too), except under ``if TYPE_CHECKING:``."""
+    """Modules of ``modules`` that ``path`` imports anywhere (inside functions too), type-only imports aside."""
     import ast
 
     package = module.split(".") if is_package else module.split(".")[:-1]
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
+    for node in _import_statements(path):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
@@ -93,12 +107,8 @@ def _imports(path: Path, module: str, is_package: bool, modules: set[str]) -> se
                 base = node.module or ""
             for alias in node.names:  # ``from . import x`` names module x; ``from .x import y`` module x
                 found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
-        elif isinstance(node, ast.Import):
+        else:
             found.update(alias.name for alias in node.names)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(ast.parse(path.read_text()))
     return found & modules - {module}
 
 
@@ -202,20 +212,11 @@ def _imported_packages(path: Path) -> set[str]:
     import ast
 
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Import):
+    for node in _import_statements(path):
+        if isinstance(node, ast.ImportFrom):
+            found.update([node.module.split(".")[0]] if node.level == 0 and node.module else [])
+        else:
             found.update(alias.name.split(".")[0] for alias in node.names)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(ast.parse(path.read_text()))
     return found
 
 

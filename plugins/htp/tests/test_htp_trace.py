@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from htp_support import build
 
 from modelexport_core import make_context
 from modelexport_htp.trace import trace_execution
+
+pytestmark = pytest.mark.unit  # the fast tier, run first
 
 
 def test_every_call_carries_its_module_stack():

@@ -9,11 +9,10 @@ import io
 import onnx
 from usage_based_support import MIN_AGREEMENT, Measured
 
-from modelexport_core.testing import build_case
-
 from modelexport_core import make_context
 from modelexport_core.format import reference
 from modelexport_core.format.graph import node_key
+from modelexport_core.testing import build_case
 from modelexport_usage_based.strategy import UsageBasedStrategy
 
 

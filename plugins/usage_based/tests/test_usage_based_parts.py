@@ -21,6 +21,8 @@ from modelexport_usage_based.module_tree import ModuleTree
 from modelexport_usage_based.parameters import ParameterIndex
 from modelexport_usage_based.strategy import UsageBasedStrategy
 
+pytestmark = pytest.mark.unit  # the fast tier, run first
+
 SOURCE = Path(__file__).parents[1] / "src" / "modelexport_usage_based"
 MODEL_WORDS = re.compile(
     r"\b(bert|gpt2?|llama|vit|resnet|t5|roberta|qwen|embeddings?|encoder|decoder|pooler|attention)\b", re.IGNORECASE

@@ -415,12 +415,16 @@ def _publish(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt], starte
     )
 
 
-def _prepare(loaded: LoadedModel, options: ExportOptions, progress: Progress) -> tuple[ExportContext, HierarchyTags]:
-    """The export context (wrapped model, example inputs) and the model's tags."""
+def prepare_export(loaded: LoadedModel, options: ExportOptions, progress: Progress = _quiet,
+                   keep_outputs: bool | None = None) -> tuple[ExportContext, HierarchyTags]:
+    """The export context (wrapped model, example inputs) and the model's tags, as export, compare and cost make them.
+
+    ``keep_outputs`` (default: when verifying) keeps the example run's outputs for verification.
+    """
     progress("preparing inputs")
     inputs = example_inputs(loaded, options.input_specs)
     ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword,
-                       keep_outputs=options.verify)
+                       keep_outputs=options.verify if keep_outputs is None else keep_outputs)
     return ctx, HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
 
 
@@ -449,7 +453,7 @@ def export_model(
     output = Path(output).expanduser()
     chain = check_before_loading(output, options)
     with export_settings(loaded.model):
-        ctx, tags = _prepare(loaded, options, progress)
+        ctx, tags = prepare_export(loaded, options, progress)
         workdir = open_work_folder(output.parent)
         run = ExportRun(loaded, ctx, tags, options, output, workdir, progress)
         try:
@@ -513,7 +517,7 @@ def tag_existing(
     output = Path(output).expanduser()
     chain = check_before_tagging(onnx_file, output, options)
     with export_settings(loaded.model):
-        ctx, tags = _prepare(loaded, options, progress)
+        ctx, tags = prepare_export(loaded, options, progress)
     try:
         # the graph alone is what gets tagged and written; strategies get the weights too, since
         # they match initializers to parameters by value

@@ -12,10 +12,10 @@ from pathlib import Path
 from modelexport_core.errors import ModelExportError
 from modelexport_core.export.pipeline import (
     ExportOptions,
-    example_inputs,
     export_attempt,
     node_evidence,
     node_tags_from_result,
+    prepare_export,
     strategy_chain,
 )
 from modelexport_core.format.onnx_file import check_graph, load_graph, save_graph
@@ -24,7 +24,6 @@ from modelexport_core.format.writer import write_tags
 from modelexport_core.measure.agreement import measure_agreement
 from modelexport_core.plugin.discovery import StrategyInfo
 from modelexport_core.plugin.strategy import ExportContext
-from modelexport_core.prepare.context import make_context
 from modelexport_core.prepare.models import LoadedModel
 from modelexport_core.prepare.wrapper import export_settings
 
@@ -156,9 +155,7 @@ def compare_strategies(
 
 
 def _compare(loaded: LoadedModel, options: ExportOptions, chain: list[StrategyInfo]) -> list[StrategyComparison]:
-    inputs = example_inputs(loaded, options.input_specs)
-    ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset, by_keyword=loaded.by_keyword)
-    tags = HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
+    ctx, tags = prepare_export(loaded, options, keep_outputs=True)
     comparisons = []
     workdir = Path(tempfile.mkdtemp(prefix="modelexport-compare-"))
     try:

@@ -22,11 +22,9 @@ from modelexport_core.measure.cost import peak_mb, plain_export
 def measure(request: dict[str, Any]) -> dict[str, Any]:
     from dataclasses import replace
 
-    from modelexport_core.export.pipeline import ExportOptions, example_inputs
-    from modelexport_core.format.tags import HierarchyTags
+    from modelexport_core.export.pipeline import ExportOptions, example_inputs, prepare_export
     from modelexport_core.measure.compare import compare_one
     from modelexport_core.plugin.discovery import get_strategy
-    from modelexport_core.prepare.context import make_context
     from modelexport_core.prepare.models import load_model
     from modelexport_core.prepare.wrapper import export_settings
 
@@ -37,10 +35,7 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="modelexport-cost-") as tmp, export_settings(loaded.model):
         if request.get("strategy"):
             started = time.perf_counter()
-            inputs = example_inputs(loaded, options.input_specs)
-            ctx = make_context(loaded.model, inputs, dynamic=options.dynamic, opset=options.opset,
-                               by_keyword=loaded.by_keyword)
-            tags = HierarchyTags.from_model(loaded.model, options.keep_torch_modules)
+            ctx, tags = prepare_export(loaded, options, keep_outputs=True)
             info = get_strategy(request["strategy"])
             comparison, finished, peak = compare_one(info, ctx, tags, options, Path(tmp), started)
             comparison = replace(comparison, peak_mb=round(peak, 1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 from modelexport_core.format.tags import HierarchyTags, ModuleRecord, common_ancestor
 from modelexport_core.prepare.presets import build_preset
 from modelexport_core.testing import HARD_CASES
+
+pytestmark = pytest.mark.unit  # the fast tier, run first
 
 TAG_FORMAT = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*)+$")
 

@@ -11,6 +11,8 @@ from onnx import TensorProto, helper
 from modelexport_core.format.graph import node_key, strip_wrapper_names
 from modelexport_core.format.writer import NodeTag, write_tags
 
+pytestmark = pytest.mark.unit  # the fast tier, run first
+
 OWN = {"modelexport.tag", "modelexport.module", "namespace", "layer_ann", "pkg.torch.onnx.namespace"}
 
 

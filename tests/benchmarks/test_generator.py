@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import generator  # noqa: E402
+
+pytestmark = pytest.mark.unit  # the fast tier, run first
 
 TINY = ["transformers:bert", "transformers:gpt2"]
 

@@ -17,6 +17,8 @@ from modelexport_core.prepare.presets import PRESETS
 FACTORY = '''
 import torch
 
+pytestmark = pytest.mark.unit  # the fast tier, run first
+
 class Tiny(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -16,7 +16,7 @@ from modelexport_core.errors import DuplicateStrategyError, UnknownStrategyError
 from modelexport_core.plugin import hookspecs
 from modelexport_core.plugin.discovery import get_strategies, get_strategy, make_plugin_manager
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_PLUGIN = REPO / "docs" / "example-plugin"
 
 

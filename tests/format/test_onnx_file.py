@@ -17,6 +17,8 @@ from modelexport_core.format.onnx_file import (
     tensor_value,
 )
 
+pytestmark = pytest.mark.unit  # the fast tier, run first
+
 
 def _model_with_weights(path, *, subgraph: bool = False) -> onnx.ModelProto:
     weight = numpy_helper.from_array(np.arange(4096, dtype=np.float32).reshape(64, 64), "weight")

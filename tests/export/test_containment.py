@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from onnx import TensorProto, helper
 
 from modelexport_core.export.containment import hold_call_containment
+
+pytestmark = pytest.mark.unit  # the fast tier, run first
 
 RAN = {"layer.0", "layer.0.mlp", "layer.0.mlp.fc", "layer.1", "shared", "shared.fc", "head"}
 

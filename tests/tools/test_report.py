@@ -294,7 +294,7 @@ def test_report_of_a_file_without_sidecar_from_the_benchmark(browser, tmp_path):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "report_open_time", Path(__file__).resolve().parent.parent / "benchmarks" / "report_open_time.py")
+        "report_open_time", Path(__file__).resolve().parents[2] / "benchmarks" / "report_open_time.py")
     benchmark = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(benchmark)
     path = tmp_path / "synthetic.onnx"
