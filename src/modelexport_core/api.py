@@ -24,6 +24,7 @@ def export_module(
     dynamic: bool = True,
     verify: bool = True,
     atol: float = 1e-4,
+    rtol: float = 1e-5,
     strategy_options: Mapping[str, Mapping[str, str]] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> "ExportReport":
@@ -55,6 +56,7 @@ def export_module(
         dynamic=dynamic,
         verify=verify,
         atol=atol,
+        rtol=rtol,
         strategy_options={name: dict(values) for name, values in (strategy_options or {}).items()},
     )
     was_training = module.training

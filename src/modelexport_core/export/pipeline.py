@@ -61,6 +61,7 @@ class ExportOptions:
     dynamic: bool = True
     verify: bool = True
     atol: float = 1e-4
+    rtol: float = 1e-5  # and a share of each PyTorch value, as numpy.allclose (Optimum's validation) allows
     doc_string: bool = False
     viewer_keys: bool = True  # also write `namespace` and `layer_ann` (Model Explorer, onnxruntime)
     strip_source_paths: bool = False  # drop stack traces and other source paths from the file
@@ -256,7 +257,7 @@ def _sidecar_document(run: ExportRun, tagged: TaggedFile, attempts: list[Attempt
         **({"static_fallback": run.static_fallback.record()} if run.static_fallback else {}),
         "verification": None
         if verification is None
-        else {"atol": verification.atol, "max_abs_diff": verification.max_abs_diff, "passed": verification.passed,
+        else {"atol": verification.atol, "rtol": verification.rtol, "max_abs_diff": verification.max_abs_diff, "passed": verification.passed,
               "shapes": [check.shapes for check in verification.checks], "skipped": verification.skipped or None},
     }
     return build_sidecar(
@@ -347,7 +348,8 @@ def _verify(run: ExportRun, tagged: TaggedFile) -> None:
     """Run the tagged file in onnxruntime against PyTorch; a difference over the tolerance fails the attempt."""
     static = run.static_fallback is not None or tagged.result.value_dependent
     try:
-        verification = verify(tagged.onnx_path, tagged.ctx, run.options.atol, same_shape_second=static)
+        verification = verify(tagged.onnx_path, tagged.ctx, run.options.atol, same_shape_second=static,
+                              rtol=run.options.rtol)
     except VerificationError as error:
         raise AttemptFailed(str(error), float("inf")) from error
     tagged.verification = verification
@@ -359,7 +361,8 @@ def _verify(run: ExportRun, tagged: TaggedFile) -> None:
             "control flow), so no export is right for other inputs", verification.max_abs_diff)
     if not verification.passed:
         raise AttemptFailed(
-            f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} (tolerance {run.options.atol:g})",
+            f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} (tolerance {run.options.atol:g} "
+            f"+ {run.options.rtol:g} x |PyTorch's value|)",
             verification.max_abs_diff,
         )
 

@@ -43,6 +43,7 @@ class Verification:
     checks: list[ShapeCheck]
     skipped: str = ""  # why verification could not run here; empty when it ran
     notes: tuple[str, ...] = ()  # checks left out, and why
+    rtol: float = 0.0  # each value may also differ by this share of PyTorch's value (as numpy.allclose)
 
     @property
     def passed(self) -> bool:
@@ -90,8 +91,12 @@ def output_atol(tensor: "torch.Tensor", atol: float) -> float:
     return max(atol, HALF_PRECISION_ATOL.get(str(tensor.dtype).removeprefix("torch."), 0.0))
 
 
-def _compare(session, ctx: "ExportContext", args: tuple, atol: float, outputs: list | None = None) -> ShapeCheck:
-    """onnxruntime against PyTorch on ``args``; ``outputs``: PyTorch's, where they were computed already."""
+def _compare(session, ctx: "ExportContext", args: tuple, atol: float, outputs: list | None = None,
+             rtol: float = 0.0) -> ShapeCheck:
+    """onnxruntime against PyTorch on ``args``; ``outputs``: PyTorch's, where they were computed already.
+
+    A value passes when it differs by at most ``atol + rtol * |PyTorch's value|`` (``numpy.allclose``'s rule).
+    """
     import numpy as np
     import torch
 
@@ -112,7 +117,8 @@ def _compare(session, ctx: "ExportContext", args: tuple, atol: float, outputs: l
             diff = np.where(both_nan, 0.0, np.abs(want.astype(np.float64) - got.astype(np.float64)))
             largest = float(np.nanmax(diff)) if not np.isnan(diff).all() else float("inf")
             worst = max(worst, largest)
-            passed = passed and largest <= output_atol(tensor, atol)
+            allowed = output_atol(tensor, atol) + rtol * np.abs(want.astype(np.float64))
+            passed = passed and not np.isnan(diff).any() and bool((diff <= allowed).all())
     return ShapeCheck(shapes, worst, passed)
 
 
@@ -123,7 +129,8 @@ def _half_precision(ctx: "ExportContext") -> str:
     return next((name for name in HALF_PRECISION_ATOL if name in dtypes), "")
 
 
-def verify(onnx_path: Path, ctx: "ExportContext", atol: float = 1e-4, same_shape_second: bool = False) -> Verification:
+def verify(onnx_path: Path, ctx: "ExportContext", atol: float = 1e-4, same_shape_second: bool = False,
+           rtol: float = 0.0) -> Verification:
     """Run the ONNX model at the example shape, and at a second shape when axes are dynamic.
 
     ``same_shape_second``: with no dynamic axis, the second check runs new random inputs of
@@ -140,7 +147,7 @@ def verify(onnx_path: Path, ctx: "ExportContext", atol: float = 1e-4, same_shape
     try:
         # the weights the model holds as they are in the file are not loaded a second time
         with shared_weights_session(onnx_path, ctx.model, options) as (session, _shared):
-            checks = [_compare(session, ctx, ctx.user_args, atol, list(ctx.example_outputs) or None)]
+            checks = [_compare(session, ctx, ctx.user_args, atol, list(ctx.example_outputs) or None, rtol)]
             notes: tuple[str, ...] = ()
             if ctx.dynamic_axes or same_shape_second:
                 second = resized_inputs(ctx, grow=bool(ctx.dynamic_axes))
@@ -149,22 +156,23 @@ def verify(onnx_path: Path, ctx: "ExportContext", atol: float = 1e-4, same_shape
                     shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in zip(ctx.input_names, second))
                     notes = (f"the second shape ({shapes}) was not checked: the model itself fails on it ({reason})",)
                 elif ctx.dynamic_axes:
-                    checks.append(_compare(session, ctx, second, atol, outputs))
+                    checks.append(_compare(session, ctx, second, atol, outputs, rtol))
                 else:
-                    checks.append(_compare_or_fail(session, ctx, second, atol, outputs))
+                    checks.append(_compare_or_fail(session, ctx, second, atol, outputs, rtol))
     except Exception as error:  # onnxruntime raises its own exception types for models it cannot run
         message = " ".join(str(error).split())
         if half:
             return Verification(atol, [], skipped=f"onnxruntime's CPU provider cannot run this {half} model: {message[:200]}")
         raise VerificationError(f"onnxruntime could not run the exported model: {message[:300]}") from error
-    return Verification(atol, checks, notes=notes)
+    return Verification(atol, checks, notes=notes, rtol=rtol)
 
 
-def _compare_or_fail(session, ctx: "ExportContext", args: tuple, atol: float, outputs: list) -> ShapeCheck:
+def _compare_or_fail(session, ctx: "ExportContext", args: tuple, atol: float, outputs: list,
+                     rtol: float = 0.0) -> ShapeCheck:
     """:func:`_compare`, where onnxruntime failing to run the file on ``args`` is a failed check, not an error:
     a static file that ran at the example but not on other values of its shape kept the example's choices."""
     try:
-        return _compare(session, ctx, args, atol, outputs)
+        return _compare(session, ctx, args, atol, outputs, rtol)
     except Exception:  # noqa: BLE001 - onnxruntime's own exception types
         return ShapeCheck({n: list(a.shape) for n, a in zip(ctx.input_names, args)}, float("inf"), False)
 
