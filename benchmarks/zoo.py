@@ -13,7 +13,13 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vision_shim  # noqa: E402
+
+vision_shim.apply()  # where torchvision is installed (the benchmark environment), before transformers imports it
 
 if TYPE_CHECKING:
     import torch

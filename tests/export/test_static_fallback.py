@@ -109,7 +109,7 @@ def test_the_cli_prints_the_static_export_as_one_warning_line(tmp_path):
     factory = tmp_path / "f.py"
     factory.write_text(
         "import torch\n"
-        "from tests.test_static_fallback import BatchBakingModel\n"
+        "from tests.export.test_static_fallback import BatchBakingModel\n"
         "def make():\n    torch.manual_seed(0)\n    return BatchBakingModel(), (torch.randn(2, 8),)\n"
     )
     completed = subprocess.run(

@@ -14,10 +14,10 @@ from modelexport_core.prepare.inputs import inputs_from_config, read_input_specs
 from modelexport_core.prepare.models import load_model
 from modelexport_core.prepare.presets import PRESETS
 
+pytestmark = pytest.mark.unit  # the fast tier, run first
+
 FACTORY = '''
 import torch
-
-pytestmark = pytest.mark.unit  # the fast tier, run first
 
 class Tiny(torch.nn.Module):
     def __init__(self):
