@@ -139,7 +139,7 @@ def test_verification_is_reported_and_uses_a_second_shape(bert_export):
 def test_failed_verification_writes_nothing(tmp_path):
     output = tmp_path / "out" / "model.onnx"
     with pytest.raises(VerificationError):
-        export_model(load_model("preset:bert"), output, ExportOptions(strategies=["builtin_tracking"], atol=-1.0))
+        export_model(load_model("preset:bert"), output, ExportOptions(strategies=["builtin_tracking"], atol=-1.0, rtol=-1.0))
     assert list((tmp_path / "out").iterdir()) == []
 
 
