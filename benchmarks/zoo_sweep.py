@@ -168,6 +168,11 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
         report = export_model(loaded, output, options)
     except ModelExportError as error:
         cell.reason = first_line(error)
+        attempts = getattr(error, "attempts", None) or []  # the chain's: each strategy's own reason
+        if attempts:
+            cell.attempts = [{"strategy": a.strategy + (" (static)" if a.static else ""), "status": a.status,
+                              "reason": a.reason} for a in attempts]
+            cell.reason = "every strategy failed: " + "; ".join(f"{a['strategy']}: {a['reason']}" for a in cell.attempts)
     except Exception as error:  # a bug anywhere is a failed cell with its reason, not a stopped sweep
         cell.reason = f"{type(error).__name__}: {first_line(error)}"
     cell.seconds = round(time.perf_counter() - started, 2)
