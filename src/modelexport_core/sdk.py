@@ -8,7 +8,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 - module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
   ``EVIDENCE_KIND``); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
-  ``StreamedTensor``;
+  ``StreamedTensor``, ``StreamedModel``;
 - exporting: ``export_torchscript``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``;
 - messages: ``first_line``.
 """
@@ -21,7 +21,7 @@ from .errors import ModelMismatchError, first_line
 from .exporters import export_torchscript
 from .graph import GraphIndex, fill_missing_modules, node_key
 from .hookspecs import hookimpl
-from .onnx_file import StreamedTensor, load_graph, save_with_initializers, stub_file, tensor_value
+from .onnx_file import StreamedModel, StreamedTensor, load_graph, save_with_initializers, stub_file, tensor_value
 from .strategy import (
     WRAPPER_ATTRIBUTE,
     ExportContext,
@@ -43,6 +43,7 @@ __all__ = [
     "StrategyFailed",
     "StrategyOption",
     "StrategyUnavailable",
+    "StreamedModel",
     "StreamedTensor",
     "TaggingResult",
     "TaggingStrategy",
