@@ -8,7 +8,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 - module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
   ``EVIDENCE_KIND``); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
-  ``StreamedTensor``;
+  ``StreamedTensor``, ``StreamedModel``;
 - exporting: ``export_torchscript``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``;
 - messages: ``first_line``.
 """
@@ -20,6 +20,7 @@ from modelexport_core.export.containment import EVIDENCE_KIND, hold_call_contain
 from modelexport_core.export.exporters import export_torchscript
 from modelexport_core.format.graph import GraphIndex, fill_missing_modules, node_key
 from modelexport_core.format.onnx_file import (
+    StreamedModel,
     StreamedTensor,
     load_graph,
     save_with_initializers,
@@ -49,6 +50,7 @@ __all__ = [
     "StrategyFailed",
     "StrategyOption",
     "StrategyUnavailable",
+    "StreamedModel",
     "StreamedTensor",
     "TaggingResult",
     "TaggingStrategy",

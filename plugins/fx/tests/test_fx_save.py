@@ -32,3 +32,30 @@ def test_streamed_save_writes_the_same_model_as_onnx_program_save(tmp_path):
         m.graph.ClearField("value_info")
     assert streamed == reference
     onnx.checker.check_model(str(tmp_path / "streamed.onnx"), full_check=True)
+
+
+def test_the_core_writes_the_file_once_tagged_with_the_bytes_of_tagging_a_written_file(tmp_path):
+    from pathlib import Path
+
+    from modelexport_core.export import ExportOptions, export_model
+    from modelexport_core.graph import strip_wrapper_names
+    from modelexport_core.models import LoadedModel
+    from modelexport_core.onnx_file import load_graph, save_graph
+    from modelexport_fx.strategy import FxStrategy
+
+    model = build_preset("bert")
+    inputs = inputs_from_config(model)
+    direct = FxStrategy().export(make_context(model, inputs, dynamic=False), tmp_path / "direct.onnx")
+    assert direct.unwritten is None and (tmp_path / "direct.onnx").is_file()  # a direct call gets its file
+    report = export_model(LoadedModel(model, "preset:bert", "preset", inputs=inputs), tmp_path / "core.onnx",
+                          ExportOptions(strategies=["fx"], dynamic=False, verify=False))
+    # the same tags written into the file the strategy wrote, the way a file exported elsewhere is tagged
+    graph = load_graph(tmp_path / "direct.onnx")
+    strip_wrapper_names(graph.graph)
+    tagged = load_graph(Path(report.onnx_path))
+    assert [n.name for n in graph.graph.node] == [n.name for n in tagged.graph.node]
+    for node, tagged_node in zip(graph.graph.node, tagged.graph.node):
+        node.ClearField("metadata_props")
+        node.metadata_props.extend(tagged_node.metadata_props)
+    save_graph(graph, tmp_path / "direct.onnx", tmp_path / "rewritten.onnx")
+    assert (tmp_path / "rewritten.onnx").read_bytes() == Path(report.onnx_path).read_bytes()

@@ -318,8 +318,9 @@ def _check_option_targets(chain: list[StrategyInfo], strategy_options: dict[str,
 def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: Path, rename: bool) -> TaggedFile:
     """Tag the file in the work folder (names as a plain export of the user's model would give them) and check it."""
     ctx = result.context or run.ctx
-    # the graph alone is read and written back: weights stay in the file, copied byte for byte
-    model = load_graph(onnx_path)
+    unwritten = result.unwritten
+    # the graph alone is tagged: weights are written once from memory, or stay in the file, copied byte for byte
+    model = unwritten.model if unwritten is not None else load_graph(onnx_path)
     node_modules = result.node_modules
     also = result.also
     evidence = result.evidence
@@ -328,19 +329,23 @@ def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: P
         node_modules = {renamed.get(name, name): module for name, module in node_modules.items()}
         also = {renamed.get(name, name): modules for name, modules in also.items()}
         evidence = {renamed.get(name, name): kind for name, kind in evidence.items()}
-    result = replace(result, node_modules=node_modules, also=also, evidence=evidence)
+    result = replace(result, node_modules=node_modules, also=also, evidence=evidence, unwritten=None)
     node_tags = node_tags_from_result(model, result, run.tags)
     write_tags(model, node_tags, doc_string=run.options.doc_string, strategy=strategy,
                viewer_keys=run.options.viewer_keys)
     if run.options.strip_source_paths:
         strip_source_paths(model)
+    if unwritten is not None:
+        unwritten.write(onnx_path)
+        model = load_graph(onnx_path)  # the checker and verification read the weights from the file
     try:
-        check_graph(model, onnx_path)  # the tagged graph, against the weights still in the file
+        check_graph(model, onnx_path)  # the tagged graph, against the weights in the file
     except Exception as error:
         raise AttemptFailed(f"the file fails the ONNX checker: {first_line(error)}") from error
-    rewritten = onnx_path.with_name(f".{onnx_path.name}.tagged")
-    save_graph(model, onnx_path, rewritten)
-    os.replace(rewritten, onnx_path)
+    if unwritten is None:
+        rewritten = onnx_path.with_name(f".{onnx_path.name}.tagged")
+        save_graph(model, onnx_path, rewritten)
+        os.replace(rewritten, onnx_path)
     return TaggedFile(strategy, result, ctx, onnx_path, model, node_tags, evidence=node_evidence(model, result))
 
 
@@ -373,7 +378,8 @@ def _second_check_failure(max_abs_diff: float) -> str:
 
 def _try_strategy(run: ExportRun, info: StrategyInfo) -> TaggedFile:
     """Export, tag, check and verify with one strategy; raises what made the attempt fail."""
-    ctx = replace(run.ctx, options=resolve_options(info.strategy, run.options.strategy_options.get(info.name, {})))
+    ctx = replace(run.ctx, options=resolve_options(info.strategy, run.options.strategy_options.get(info.name, {})),
+                  may_leave_unwritten=True)
     attempt_dir = run.workdir / (f"{info.name}-static" if run.static_fallback else info.name)
     attempt_dir.mkdir()
     onnx_path = attempt_dir / run.output.name

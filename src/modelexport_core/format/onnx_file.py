@@ -375,6 +375,34 @@ def save_with_initializers(model: "onnx.ModelProto", tensors: list[StreamedTenso
     _write_model(model, pieces, None, target)
 
 
+@dataclass
+class StreamedModel:
+    """An ONNX model not yet written: its graph in memory, each initializer's bytes still where they lie.
+
+    ``model.graph.initializer`` holds every initializer's name, type and shape without its data, so
+    the graph can be read, renamed and tagged before the file exists; ``data`` gives each one's size
+    and how to write its bytes, in the same order. Writing once after tagging spares writing the
+    weights and then copying them into a tagged file.
+    """
+
+    model: "onnx.ModelProto"
+    data: list[tuple[int, Callable[[BinaryIO], object]]]
+
+    def write(self, target: Path) -> None:
+        """Write the file (initializers as ``model`` names them now), then let go of the weights."""
+        import onnx
+
+        headers = self.model.graph.initializer
+        if len(headers) != len(self.data):
+            raise ValueError(f"the graph has {len(headers)} initializers, the weights {len(self.data)}")
+        tensors = [StreamedTensor(header, nbytes, write) for header, (nbytes, write) in zip(headers, self.data)]
+        shell = onnx.ModelProto()
+        shell.CopyFrom(self.model)
+        shell.graph.ClearField("initializer")
+        save_with_initializers(shell, tensors, target)
+        self.data = []
+
+
 def tensor_value(tensor: "onnx.TensorProto", base_dir: Path) -> "np.ndarray":
     """The value of an initializer of a graph read by :func:`load_graph` (or of any tensor), as an array.
 

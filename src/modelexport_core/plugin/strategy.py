@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # torch and onnx are imported lazily so that listing strategi
     import onnx
     import torch
 
+    from modelexport_core.format.onnx_file import StreamedModel
+
 WRAPPER_ATTRIBUTE = "model"
 """Attribute under which the export wrapper holds the user's model."""
 
@@ -68,6 +70,9 @@ class ExportContext:
     example_outputs: tuple["torch.Tensor", ...] = ()
     """The wrapper's outputs on :attr:`user_args` where the core has them already (verification
     compares with them rather than running the model again); empty otherwise."""
+    may_leave_unwritten: bool = False
+    """Whether a strategy may hand its file back unwritten (:attr:`TaggingResult.unwritten`) for the core
+    to tag and write once; the core sets it, and a direct caller of :meth:`TaggingStrategy.export` gets a file."""
 
     def model_qualname(self, exported_qualname: str) -> str:
         """Map a module name inside ``module`` to its name in the user's model ('' is the root)."""
@@ -145,6 +150,10 @@ class TaggingResult:
     evidence: dict[str, str] = field(default_factory=dict)
     """How each node's module was decided, by node name: one of :data:`EVIDENCE` or a word of the
     strategy's own. Nodes left out of ``node_modules`` are filled from their neighbours by the core."""
+    unwritten: "StreamedModel | None" = None
+    """The file, where the context allows (:attr:`ExportContext.may_leave_unwritten`) and the strategy leaves
+    writing it to the core: ``onnx_path`` is not written yet, and the core tags this graph and writes the
+    file once, instead of rewriting a written file with its tags."""
 
 
 class TaggingStrategy(ABC):
@@ -171,7 +180,8 @@ class TaggingStrategy(ABC):
 
     @abstractmethod
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
-        """Write the model as ONNX to ``onnx_path`` and say which module made each node.
+        """Write the model as ONNX to ``onnx_path`` (or, where the context allows, hand it back unwritten:
+        :attr:`TaggingResult.unwritten`) and say which module made each node.
 
         Raise :class:`StrategyFailed` with a one-line reason when the export fails.
         """

@@ -97,7 +97,7 @@ class FxStrategy(TaggingStrategy):
         from .custom_ops import decompose_custom_ops
         from .gaps import reflected_subtractions
         from .shapes import dynamic_symbols, specialized_axes
-        from .to_onnx import program_to_onnx, save
+        from .to_onnx import program_to_onnx, streamed_model
 
         opset = resolve_opset(ctx)
         optimize = bool(ctx.options.get("optimize", True))
@@ -125,14 +125,23 @@ class FxStrategy(TaggingStrategy):
                 "fx captured the model with torch.export.draft_export: questions its code asks of tensor values "
                 f"were answered from the example's values ({capture_failures.get(NON_STRICT, 'non-strict failed')[:200]})",))
             ctx = captured_ctx
-        del capture, program  # the programs hold graphs and tensors the saved file no longer needs
-        save(onnx_program, Path(onnx_path))
+        del capture, program  # the programs hold graphs and tensors the file does not need
+        # where the core allows, it tags the graph and then writes the file once, each weight from its
+        # tensor; otherwise the file is written here (over 2 GB by the exporter, as external data) and its
+        # graph read back without the weights
+        unwritten = streamed_model(onnx_program)
+        if unwritten is None:
+            onnx_program.save(str(onnx_path))
+        elif not ctx.may_leave_unwritten:
+            unwritten.write(Path(onnx_path))
+            unwritten = None
         del onnx_program
-        onnx_model = load_graph(Path(onnx_path))  # the graph only: its weights stay in the file
+        onnx_model = unwritten.model if unwritten is not None else load_graph(Path(onnx_path))
         attribution = attribute_nodes(onnx_model, fx_modules, ctx, known)
         return TaggingResult(
             node_modules=attribution.node_modules,
             evidence=attribution.evidence,
+            unwritten=unwritten,
             exporter="dynamo",
             value_dependent=method == DRAFT_EXPORT,
             context=captured_ctx if pinned or method == DRAFT_EXPORT else None,

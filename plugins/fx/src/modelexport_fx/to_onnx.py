@@ -15,6 +15,8 @@ from .shapes import axis_renames
 if TYPE_CHECKING:
     import torch
 
+    from modelexport_core.sdk import StreamedModel
+
 MIN_OPSET = 18
 """Below this opset the dynamo exporter converts versions and drops every node's metadata."""
 
@@ -90,24 +92,21 @@ def _streamed_tensor(name: str, tensor: Any) -> Any:
     return StreamedTensor(header, tensor.nbytes, tensor.tofile)
 
 
-def save(onnx_program: Any, onnx_path: Path) -> None:
-    """Write the ONNX file: weights inline, streamed one at a time; as external data when over 2 GB.
+def streamed_model(onnx_program: Any) -> "StreamedModel | None":
+    """The ONNX model with each weight left in its tensor, to be written once (its initializers inline).
 
-    ``ONNXProgram.save`` builds every weight as a TensorProto and then one serialized string,
-    three copies of the weights at its peak; writing each tensor from its own memory keeps
-    the export's peak at about the model's size, like a plain ``torch.onnx.export`` (which
-    writes external data by default).
+    None where a weight cannot be streamed or they pass 2 GB together: :func:`save` then lets
+    ``ONNXProgram.save`` write them as external data.
     """
     import onnx_ir as ir
 
-    from modelexport_core.sdk import save_with_initializers
+    from modelexport_core.sdk import StreamedModel
 
     graph = onnx_program.model.graph
     initializers = dict(graph.initializers)
     streamed = [_streamed_tensor(name, value.const_value) for name, value in initializers.items()]
     if any(s is None for s in streamed) or sum(s.nbytes for s in streamed) > INLINE_LIMIT:
-        onnx_program.save(str(onnx_path))
-        return
+        return None
     graph.initializers.clear()
     try:
         model = ir.serde.serialize_model(onnx_program.model)
@@ -119,4 +118,20 @@ def save(onnx_program: Any, onnx_path: Path) -> None:
     for name, value in initializers.items():
         if name not in inputs and wants_info(value):
             model.graph.value_info.append(ir.serde.serialize_value(value))
-    save_with_initializers(model, streamed, onnx_path)
+    model.graph.initializer.extend(s.header for s in streamed)
+    return StreamedModel(model, [(s.nbytes, s.write_data) for s in streamed])
+
+
+def save(onnx_program: Any, onnx_path: Path) -> None:
+    """Write the ONNX file: weights inline, streamed one at a time; as external data when over 2 GB.
+
+    ``ONNXProgram.save`` builds every weight as a TensorProto and then one serialized string,
+    three copies of the weights at its peak; writing each tensor from its own memory keeps
+    the export's peak at about the model's size, like a plain ``torch.onnx.export`` (which
+    writes external data by default).
+    """
+    streamed = streamed_model(onnx_program)
+    if streamed is None:
+        onnx_program.save(str(onnx_path))
+        return
+    streamed.write(onnx_path)
