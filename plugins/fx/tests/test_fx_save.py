@@ -38,9 +38,9 @@ def test_the_core_writes_the_file_once_tagged_with_the_bytes_of_tagging_a_writte
     from pathlib import Path
 
     from modelexport_core.export import ExportOptions, export_model
-    from modelexport_core.graph import strip_wrapper_names
-    from modelexport_core.models import LoadedModel
-    from modelexport_core.onnx_file import load_graph, save_graph
+    from modelexport_core.format.graph import strip_wrapper_names
+    from modelexport_core.format.onnx_file import load_graph, save_graph
+    from modelexport_core.prepare.models import LoadedModel
     from modelexport_fx.strategy import FxStrategy
 
     model = build_preset("bert")
