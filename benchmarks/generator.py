@@ -336,6 +336,37 @@ def inputs_for(model: "nn.Module", sizes: Config, batch: int) -> Inputs:
     return inputs
 
 
+def _aligned(value: Any, names: tuple[str, ...] = _FFN) -> Any:
+    """Feed-forward widths rounded down to a multiple of 8 (grouped matmuls and grouped convolutions want them)."""
+    if isinstance(value, dict):
+        return {k: (max(8, v - v % 8) if k in names and isinstance(v, int) else _aligned(v, names))
+                for k, v in value.items()}
+    return value
+
+
+def _fallback_configs(config: Config) -> list[Config]:
+    """The drawn configuration; then, for a family that rejects it or fails on its inputs, the same with
+    feed-forward widths aligned, and that with the image four times larger. The first that builds and runs wins."""
+    aligned = {"sizes": dict(config["sizes"]), "config": _aligned(config["config"])}
+    larger = {"sizes": dict(aligned["sizes"], image=aligned["sizes"]["image"] * 4),
+              "config": _image_scaled(aligned["config"], 4)}
+    return [config, aligned, larger]
+
+
+def _image_scaled(value: Any, factor: int) -> Any:
+    if isinstance(value, dict):
+        return {k: (v * factor if k == "image_size" and isinstance(v, int) else _image_scaled(v, factor))
+                for k, v in value.items()}
+    return value
+
+
+def _run(model: "nn.Module", inputs: Inputs) -> None:
+    import torch
+
+    with torch.no_grad():
+        model.eval()(**inputs)
+
+
 def _transformers_family(model_type: str) -> Family:
     name = f"transformers:{model_type}"
 
@@ -346,8 +377,17 @@ def _transformers_family(model_type: str) -> Family:
 
     def build(config: Config, batch: int) -> tuple["nn.Module", Inputs]:
         config_class, model_class = _transformers_classes(model_type)
-        model = model_class(config_class(**config["config"]))
-        return model, inputs_for(model, config["sizes"], batch)
+        attempts = _fallback_configs(config)  # the drawn sizes, else aligned ones, else a larger image
+        for number, attempt in enumerate(attempts, 1):
+            try:
+                model = model_class(config_class(**attempt["config"]))
+                inputs = inputs_for(model, attempt["sizes"], batch)
+                _run(model, inputs)
+                return model, inputs
+            except Exception:  # noqa: BLE001 - a configuration the family rejects: try the next
+                if number == len(attempts):
+                    raise
+        raise AssertionError("unreachable")
 
     return Family(name, "transformers", sample, build)
 

@@ -68,3 +68,14 @@ def test_tiny_families_build_and_run(family):
     with torch.no_grad():
         module(**inputs)
     assert next(iter(inputs.values())).shape[0] == 1
+
+
+def test_a_family_that_rejects_its_drawn_sizes_gets_aligned_widths_then_a_larger_image():
+    """Grouped convolutions and grouped matmuls reject odd widths; some vision stacks an image under 128 pixels."""
+    config = {"sizes": {"image": 32}, "config": {"intermediate_size": 37, "hidden_size": 37, "image_size": 32,
+                                                 "text_config": {"moe_intermediate_size": 101}}}
+    drawn, aligned, larger = generator._fallback_configs(config)
+    assert drawn is config
+    assert aligned["config"] == {"intermediate_size": 32, "hidden_size": 37, "image_size": 32,
+                                 "text_config": {"moe_intermediate_size": 96}}
+    assert larger["sizes"]["image"] == 128 and larger["config"]["image_size"] == 128
