@@ -6,8 +6,10 @@ import json
 
 import onnx
 import pytest
+import torch
 
-from modelexport_core.errors import OutputPathError, VerificationError
+from modelexport_core import export_module
+from modelexport_core.errors import ModelExportError, OutputPathError, VerificationError
 from modelexport_core.export.pipeline import ExportOptions, export_model
 from modelexport_core.format.sidecar import SCHEMA, validate_sidecar
 from modelexport_core.format.tags import HierarchyTags
@@ -191,3 +193,19 @@ def test_external_data_models_are_tagged_without_loading_their_weights(tmp_path,
     graph_only = onnx.load(str(report.onnx_path), load_external_data=False)
     assert all(init.data_location == onnx.TensorProto.EXTERNAL for init in graph_only.graph.initializer if init.dims)
     assert all(TAG_KEY in _props(node) for node in graph_only.graph.node)
+
+
+def test_a_model_that_draws_random_numbers_in_forward_is_told_so(tmp_path):
+    """Verification cannot judge a file against a model that disagrees with itself: the error says which it is."""
+
+    class Noisy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(x) + torch.rand_like(x)
+
+    with pytest.raises(ModelExportError, match="draws random numbers in forward"):
+        export_module(Noisy().eval(), torch.randn(2, 8), tmp_path / "noisy.onnx", strategies=["builtin_tracking"])
+    assert not (tmp_path / "noisy.onnx").exists()

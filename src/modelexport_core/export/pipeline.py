@@ -20,7 +20,7 @@ from modelexport_core.errors import (
     first_line,
 )
 from modelexport_core.export.fallback import AttemptFailed, AttemptResult, chain_error, first_success, run_attempt
-from modelexport_core.export.verify import Verification, verify
+from modelexport_core.export.verify import Verification, pytorch_self_difference, verify
 from modelexport_core.format.graph import fill_missing_modules, node_key, strip_wrapper_names
 from modelexport_core.format.onnx_file import check_graph, load_graph, save_graph
 from modelexport_core.format.records import RECORDS_STRATEGY, read_records, records_result
@@ -365,6 +365,12 @@ def _verify(run: ExportRun, tagged: TaggedFile) -> None:
             f"inputs of {'another' if tagged.ctx.dynamic_axes else 'the same'} shape: the file keeps a choice the model made from the example's values (routing, "
             "control flow), so no export is right for other inputs", verification.max_abs_diff)
     if not verification.passed:
+        itself = pytorch_self_difference(tagged.ctx, run.options.atol, run.options.rtol) if not checks[0].passed else None
+        if itself is not None:
+            raise AttemptFailed(
+                f"PyTorch's own outputs differ between two runs on the example (by {itself:.3g}): the model draws "
+                "random numbers in forward, so no file can be verified against it; make the randomness an input, or "
+                "export with --no-verify", verification.max_abs_diff)
         raise AttemptFailed(
             f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} (tolerance {run.options.atol:g} "
             f"+ {run.options.rtol:g} x |PyTorch's value|)",

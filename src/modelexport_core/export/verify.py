@@ -188,3 +188,26 @@ def _pytorch_outputs(ctx: "ExportContext", args: tuple) -> tuple[str, list]:
             return "", list(ctx.module(*args))
     except Exception as error:  # the guess of which axes vary together was wrong for this model
         return f"{type(error).__name__}: {first_line(error)}", []
+
+
+def pytorch_self_difference(ctx: "ExportContext", atol: float, rtol: float = 0.0) -> float | None:
+    """How far two PyTorch runs on the example differ, where they differ beyond the tolerance; else None.
+
+    A model that draws random numbers in ``forward`` (random masking, sampling) disagrees with itself, and so
+    with any file: that, not the file, is then why verification fails.
+    """
+    import numpy as np
+    import torch
+
+    with torch.no_grad():
+        first = list(ctx.example_outputs) or list(ctx.module(*ctx.user_args))
+        second = list(ctx.module(*ctx.user_args))
+    worst = 0.0
+    for a, b in zip(first, second):
+        want = to_numpy(a.float() if a.dtype == torch.bfloat16 else a).astype(np.float64)
+        got = to_numpy(b.float() if b.dtype == torch.bfloat16 else b).astype(np.float64)
+        if want.shape != got.shape:
+            return float("inf")
+        if want.size and not np.allclose(got, want, atol=output_atol(a, atol), rtol=rtol, equal_nan=True):
+            worst = max(worst, float(np.nanmax(np.abs(want - got))))
+    return worst or None
