@@ -336,10 +336,10 @@ def inputs_for(model: "nn.Module", sizes: Config, batch: int) -> Inputs:
     return inputs
 
 
-def _aligned(value: Any, names: tuple[str, ...] = _FFN) -> Any:
-    """Feed-forward widths rounded down to a multiple of 8 (grouped matmuls and grouped convolutions want them)."""
+def _with_ints(value: Any, names: tuple[str, ...], change: Callable[[int], int]) -> Any:
+    """``value`` (a config's overrides, nested configs too) with every int under one of ``names`` changed."""
     if isinstance(value, dict):
-        return {k: (max(8, v - v % 8) if k in names and isinstance(v, int) else _aligned(v, names))
+        return {k: (change(v) if k in names and isinstance(v, int) else _with_ints(v, names, change))
                 for k, v in value.items()}
     return value
 
@@ -347,17 +347,11 @@ def _aligned(value: Any, names: tuple[str, ...] = _FFN) -> Any:
 def _fallback_configs(config: Config) -> list[Config]:
     """The drawn configuration; then, for a family that rejects it or fails on its inputs, the same with
     feed-forward widths aligned, and that with the image four times larger. The first that builds and runs wins."""
-    aligned = {"sizes": dict(config["sizes"]), "config": _aligned(config["config"])}
+    # grouped matmuls and grouped convolutions want feed-forward widths in multiples of 8
+    aligned = {"sizes": dict(config["sizes"]), "config": _with_ints(config["config"], _FFN, lambda v: max(8, v - v % 8))}
     larger = {"sizes": dict(aligned["sizes"], image=aligned["sizes"]["image"] * 4),
-              "config": _image_scaled(aligned["config"], 4)}
+              "config": _with_ints(aligned["config"], ("image_size",), lambda v: v * 4)}
     return [config, aligned, larger]
-
-
-def _image_scaled(value: Any, factor: int) -> Any:
-    if isinstance(value, dict):
-        return {k: (v * factor if k == "image_size" and isinstance(v, int) else _image_scaled(v, factor))
-                for k, v in value.items()}
-    return value
 
 
 def _run(model: "nn.Module", inputs: Inputs) -> None:

@@ -1,4 +1,4 @@
-"""Checking an exported model against PyTorch with onnxruntime, as Optimum does: max abs difference.
+"""Checking an exported model against PyTorch with onnxruntime, as Optimum does: numpy.allclose's rule.
 
 PyTorch runs where the model is (its device and dtype); onnxruntime's CPU provider
 runs the file on CPU copies of the same inputs. Half-precision outputs are compared
@@ -97,7 +97,6 @@ def _compare(session, ctx: "ExportContext", args: tuple, atol: float, outputs: l
 
     A value passes when it differs by at most ``atol + rtol * |PyTorch's value|`` (``numpy.allclose``'s rule).
     """
-    import numpy as np
     import torch
 
     graph_inputs = {i.name for i in session.get_inputs()}
@@ -105,13 +104,24 @@ def _compare(session, ctx: "ExportContext", args: tuple, atol: float, outputs: l
     if outputs is None:
         with torch.no_grad():
             outputs = list(ctx.module(*args))
-    expected = [to_numpy(t.float() if t.dtype == torch.bfloat16 else t) for t in outputs]
     actual = session.run(None, feed)
     shapes = {n: list(a.shape) for n, a in zip(ctx.input_names, args)}
-    worst, passed = 0.0, len(expected) == len(actual)
-    for tensor, want, got in zip(outputs, expected, actual):
+    worst, passed = _difference(outputs, actual, atol, rtol)
+    return ShapeCheck(shapes, worst, passed and len(outputs) == len(actual))
+
+
+def _difference(outputs: list, actual: list, atol: float, rtol: float) -> tuple[float, bool]:
+    """The largest difference of ``actual`` (arrays) from PyTorch's ``outputs``, and whether every value is within
+    ``atol + rtol * |PyTorch's value|`` (``numpy.allclose``'s rule); NaN passes only where both sides have it."""
+    import numpy as np
+    import torch
+
+    worst, passed = 0.0, True
+    for tensor, got in zip(outputs, actual):
+        want = to_numpy(tensor.float() if tensor.dtype == torch.bfloat16 else tensor)
+        got = np.asarray(got)
         if want.shape != got.shape:
-            return ShapeCheck(shapes, float("inf"), False)
+            return float("inf"), False
         if want.size:
             both_nan = np.isnan(want) & np.isnan(got) if want.dtype.kind == "f" else np.zeros(want.shape, bool)
             diff = np.where(both_nan, 0.0, np.abs(want.astype(np.float64) - got.astype(np.float64)))
@@ -119,7 +129,7 @@ def _compare(session, ctx: "ExportContext", args: tuple, atol: float, outputs: l
             worst = max(worst, largest)
             allowed = output_atol(tensor, atol) + rtol * np.abs(want.astype(np.float64))
             passed = passed and not np.isnan(diff).any() and bool((diff <= allowed).all())
-    return ShapeCheck(shapes, worst, passed)
+    return worst, passed
 
 
 def _half_precision(ctx: "ExportContext") -> str:
@@ -196,18 +206,10 @@ def pytorch_self_difference(ctx: "ExportContext", atol: float, rtol: float = 0.0
     A model that draws random numbers in ``forward`` (random masking, sampling) disagrees with itself, and so
     with any file: that, not the file, is then why verification fails.
     """
-    import numpy as np
     import torch
 
     with torch.no_grad():
         first = list(ctx.example_outputs) or list(ctx.module(*ctx.user_args))
-        second = list(ctx.module(*ctx.user_args))
-    worst = 0.0
-    for a, b in zip(first, second):
-        want = to_numpy(a.float() if a.dtype == torch.bfloat16 else a).astype(np.float64)
-        got = to_numpy(b.float() if b.dtype == torch.bfloat16 else b).astype(np.float64)
-        if want.shape != got.shape:
-            return float("inf")
-        if want.size and not np.allclose(got, want, atol=output_atol(a, atol), rtol=rtol, equal_nan=True):
-            worst = max(worst, float(np.nanmax(np.abs(want - got))))
-    return worst or None
+        second = [to_numpy(t.float() if t.dtype == torch.bfloat16 else t) for t in ctx.module(*ctx.user_args)]
+    worst, passed = _difference(first, second, atol, rtol)
+    return None if passed else worst
