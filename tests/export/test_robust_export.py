@@ -108,7 +108,9 @@ def _perturbing_strategy():
         name = "perturbing"
 
         def export(self, ctx, onnx_path):
-            result = super().export(ctx, onnx_path)
+            from dataclasses import replace
+
+            result = super().export(replace(ctx, may_leave_unwritten=False), onnx_path)  # a file, to rewrite
             model = onnx.load(str(onnx_path))
             weight = next(i for i in model.graph.initializer if len(i.dims) == 2)
             values = onnx.numpy_helper.to_array(weight) + 1.0
@@ -344,16 +346,37 @@ class _ReadsValues(torch.nn.Module):
         return {"hidden": self.proj(x) * (2.0 if float(x.abs().max()) >= 0 else 1.0)}
 
 
-def test_an_unverified_export_names_the_outputs_without_computing_them_and_leaves_the_model_as_it_was(tmp_path):
+def test_an_unverified_export_runs_the_model_only_in_its_capture_and_names_the_outputs_as_a_verified_one(tmp_path):
     from torch._subclasses.fake_tensor import FakeTensor
 
     x = torch.randn(2, 8)
-    lazy = _LazyTable().eval()
-    export_module(lazy, (x,), tmp_path / "lazy.onnx", strategies=["builtin_tracking"], verify=False)
-    assert not isinstance(lazy.table, FakeTensor)  # a table cached during the shape-only run is not kept
-    session = onnxruntime.InferenceSession(str(tmp_path / "lazy.onnx"))
-    np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], lazy(x).detach().numpy(), atol=1e-5)
+    counted = _ReadsValues().eval()
+    calls: list[int] = []
+    counted.proj.register_forward_hook(lambda *_: calls.append(1))
+    torch.onnx.export(counted, (x,), str(tmp_path / "plain.onnx"), dynamo=False)
+    plain_calls, calls[:] = len(calls), []
+    export_module(counted, (x,), tmp_path / "counted.onnx", strategies=["builtin_tracking"], verify=False)
+    assert len(calls) == plain_calls  # the model runs as often as in a plain export: no run of its own first
+    for strategy in ("builtin_tracking", "fx"):
+        lazy = _LazyTable().eval()
+        export_module(lazy, (x,), tmp_path / f"lazy-{strategy}.onnx", strategies=[strategy], verify=False)
+        assert not isinstance(lazy.table, FakeTensor)  # a table cached while the capture ran is not a fake one
+        session = onnxruntime.InferenceSession(str(tmp_path / f"lazy-{strategy}.onnx"))
+        np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], lazy(x).detach().numpy(), atol=1e-5)
 
-    reads = _ReadsValues().eval()  # no shape-only run possible: it runs for real, as before
-    export_module(reads, (x,), tmp_path / "reads.onnx", strategies=["builtin_tracking"], verify=False)
-    assert [o.name for o in onnx.load(str(tmp_path / "reads.onnx")).graph.output] == ["hidden"]
+        reads = _ReadsValues().eval()
+        export_module(reads, (x,), tmp_path / f"unverified-{strategy}.onnx", strategies=[strategy], verify=False)
+        export_module(reads, (x,), tmp_path / f"verified-{strategy}.onnx", strategies=[strategy], verify=True)
+        outputs = [[o.name for o in onnx.load(str(tmp_path / f"{kind}-{strategy}.onnx")).graph.output]
+                   for kind in ("unverified", "verified")]
+        assert outputs == [["hidden"], ["hidden"]], strategy
+
+
+def test_an_unverified_export_of_a_model_that_fails_on_its_example_is_one_error(tmp_path):
+    class Broken(torch.nn.Module):
+        def forward(self, x):
+            raise ValueError("the model's own bug")
+
+    with pytest.raises(ModelRunError, match="the model's own bug"):
+        export_module(Broken(), (torch.randn(2, 8),), tmp_path / "broken.onnx", verify=False)
+    assert not list(tmp_path.iterdir())

@@ -13,6 +13,7 @@ from modelexport_core.format.onnx_file import (
     load_graph,
     save_graph,
     save_with_initializers,
+    streamed_from_bytes,
     stub_file,
     tensor_value,
 )
@@ -98,6 +99,29 @@ def test_initializers_streamed_inline_equal_those_onnx_save_writes(tmp_path):
     save_with_initializers(graph_only, streamed, tmp_path / "streamed.onnx")
     written = onnx.load(str(tmp_path / "streamed.onnx"))
     assert written == expected
+
+
+def test_a_model_held_as_the_bytes_an_exporter_hands_over_is_edited_and_written_once_byte_for_byte(tmp_path):
+    original = _model_with_weights(tmp_path / "m.onnx", subgraph=True)
+    original.graph.initializer.append(numpy_helper.from_array(np.arange(300, dtype=np.int64), "steps"))
+    original.graph.initializer[-1].ClearField("raw_data")
+    original.graph.initializer[-1].int64_data.extend(range(300))  # not raw bytes: stays with its header
+    serialized = original.SerializeToString()
+    streamed = streamed_from_bytes(serialized)
+    weight, bias, steps = streamed.model.graph.initializer
+    assert list(weight.dims) == [64, 64] and not weight.raw_data and not weight.external_data  # left in the bytes
+    assert numpy_helper.to_array(bias).shape == (64,) and list(steps.int64_data) == list(range(300))
+    assert [size for size, _ in streamed.data] == [64 * 64 * 4, 0, 0]
+
+    streamed.write(tmp_path / "same.onnx")
+    assert onnx.load(str(tmp_path / "same.onnx")) == onnx.load_from_string(serialized)  # untouched: the exporter's model
+    edited = streamed_from_bytes(serialized)
+    for model in (edited.model, original):  # tags, and a weight renamed
+        model.graph.node[0].metadata_props.add(key="k", value="v")
+        model.graph.initializer[0].name = "renamed_weight"
+        model.graph.node[0].input[1] = "renamed_weight"
+    edited.write(tmp_path / "edited.onnx")
+    assert onnx.load(str(tmp_path / "edited.onnx")) == original
 
 
 def test_a_runtime_given_the_stub_file_computes_what_the_full_model_computes(tmp_path):

@@ -179,3 +179,27 @@ def test_every_node_keeps_its_own_other_modules():
     assert node_tags["n1"].also == (tags.tag_of("b"),)
     assert node_tags["n2"].also == ()
     assert node_tags["n3"].also == (tags.tag_of("c"),)
+
+
+def test_outputs_an_exporter_named_its_own_way_are_given_the_model_s_names():
+    from modelexport_core.format.graph import name_outputs
+
+    def graph(outputs):
+        nodes = [helper.make_node("Relu", ["x"], ["onnx::Relu_7"], name="relu"),
+                 helper.make_node("Neg", ["onnx::Relu_7"], ["12"], name="neg")]
+        return helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, [f"Relu{name}_dim_0" if name != "x" else 2])
+            for name in outputs])
+
+    g = graph(["onnx::Relu_7", "12"])
+    assert name_outputs(g, ["hidden", "logits"])
+    assert [o.name for o in g.output] == ["hidden", "logits"]
+    assert [list(n.output) for n in g.node] == [["hidden"], ["logits"]] and list(g.node[1].input) == ["hidden"]
+    assert [o.type.tensor_type.shape.dim[0].dim_param for o in g.output] == ["Reluhidden_dim_0", "Relulogits_dim_0"]
+
+    assert not name_outputs(graph(["12"]), ["hidden", "logits"])  # one name per output, or none
+    passthrough = graph(["x", "12"])
+    assert name_outputs(passthrough, ["input_again", "logits"])
+    assert [o.name for o in passthrough.output] == ["x", "logits"]  # an input keeps its name
+    taken = graph(["onnx::Relu_7", "12"])
+    assert name_outputs(taken, ["x", "logits"]) and [o.name for o in taken.output] == ["onnx::Relu_7", "logits"]

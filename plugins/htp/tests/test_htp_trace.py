@@ -49,3 +49,17 @@ def test_ancestors_follow_data_flow_only():
     left = [r.index for r in trace.records if r.module.startswith("left")]
     right = [r.index for r in trace.records if r.module.startswith("right")]
     assert not any(ancestors[r] >> l & 1 for r in right for l in left)
+
+
+def test_a_matrix_is_measured_once_for_both_ways_it_is_looked_up():
+    import numpy as np
+
+    from modelexport_htp.value_index import ValueIndex, measure, transposed_measure
+
+    weight = np.random.default_rng(0).standard_normal((6, 40)).astype(np.float32)
+    assert transposed_measure(measure(weight))[0] == measure(np.ascontiguousarray(weight.T))[0]
+    index: ValueIndex[str] = ValueIndex()
+    index.add("stored transposed", np.ascontiguousarray(weight.T))
+    index.add("other", np.ascontiguousarray(weight.T) + 1)
+    assert index.find(weight.T, transposed_measure(measure(weight))) == ["stored transposed"]  # a view, not a copy
+    assert index.find(weight) == []

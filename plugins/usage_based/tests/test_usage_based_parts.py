@@ -160,3 +160,15 @@ def test_each_helper_runs_on_the_sibling_before_it_and_a_folded_norm_on_its_laye
     helpers = find_helpers(tree, {"conv1", "conv2"}, {}, folded)
     assert helpers.of[""] == ("act1", "act2", "pool")
     assert helpers.feeding == {"act1": "conv1", "act2": "conv2", "pool": "act2"}
+
+
+def test_a_graph_tensor_is_owned_by_the_parameter_it_equals_as_stored_or_transposed_and_by_no_reordering():
+    linear = torch.nn.Linear(6, 40)
+    model = torch.nn.Sequential(linear, torch.nn.ReLU())
+    index = ParameterIndex(model)
+    weight = linear.weight.detach().numpy()
+    for stored in (weight, np.ascontiguousarray(weight.T)):
+        assert index.owners(stored).modules == {"0"}
+    assert index.owners(stored).value == index.owners(weight).value  # one value, read either way
+    reordered = np.ascontiguousarray(weight[::-1])  # the same elements, so the same checksum: not the same value
+    assert index.owners(reordered) is None

@@ -5,10 +5,15 @@ from __future__ import annotations
 import contextlib
 import warnings
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from modelexport_core.errors import first_line, full_text
 from modelexport_core.plugin.strategy import ExportContext, StrategyFailed
+
+if TYPE_CHECKING:
+    import torch
+
+    from modelexport_core.format.onnx_file import StreamedModel
 
 __all__ = ["TORCHSCRIPT_DEFAULT_OPSET", "export_torchscript", "failure", "first_line", "full_text"]
 
@@ -40,20 +45,46 @@ def torchscript_log() -> Iterator[list[str]]:
         torch._C._jit_onnx_log = original
 
 
-def export_torchscript(ctx: ExportContext, onnx_path: Path) -> None:
-    """A plain TorchScript export of ``ctx.module`` (dynamic axes and opset as the context says)."""
+IN_MEMORY_LIMIT = 1 << 30
+"""Models whose weights take fewer bytes are exported into memory; larger ones go to a file (a file over
+2 GB keeps its weights in external data, which the TorchScript exporter writes only beside a named file)."""
+
+
+class _Captured:
+    """What the TorchScript exporter writes, held as the bytes objects it hands over (no copy is made)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self.chunks.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def export_torchscript(ctx: ExportContext, onnx_path: Path, in_memory: bool = False) -> "StreamedModel | None":
+    """A plain TorchScript export of ``ctx.module`` (dynamic axes and opset as the context says).
+
+    Written to ``onnx_path``; with ``in_memory``, a model under :data:`IN_MEMORY_LIMIT` is handed back
+    unwritten instead (a :class:`StreamedModel` over the exporter's own bytes): a strategy whose file the
+    core tags then has it written once, as a plain export writes it, rather than written, copied and removed.
+    """
     import torch
 
     from modelexport_core.export.symbolics import register_missing_symbolics
+    from modelexport_core.format.onnx_file import streamed_from_bytes
 
     register_missing_symbolics()
+    captured = _Captured() if in_memory and _weight_bytes(ctx.module) < IN_MEMORY_LIMIT else None
     with warnings.catch_warnings(), torchscript_log() as log:
         warnings.simplefilter("ignore")
         try:
             torch.onnx.export(
                 ctx.module,
                 ctx.args,
-                str(onnx_path),
+                captured if captured is not None else str(onnx_path),  # type: ignore[arg-type]
                 input_names=ctx.input_names,
                 output_names=ctx.output_names,
                 dynamic_axes=ctx.dynamic_axes or None,
@@ -62,3 +93,14 @@ def export_torchscript(ctx: ExportContext, onnx_path: Path) -> None:
             )
         except Exception as error:
             raise failure(f"TorchScript export failed: {first_line(error)}", error, "\n".join(log)) from error
+    if captured is None:
+        return None
+    if len(captured.chunks) != 1:  # not what this torch writes: fall back to a file
+        Path(onnx_path).write_bytes(b"".join(captured.chunks))
+        return None
+    return streamed_from_bytes(captured.chunks[0])
+
+
+def _weight_bytes(module: "torch.nn.Module") -> int:
+    tensors = {id(t): t for t in (*module.parameters(), *module.buffers())}
+    return sum(t.numel() * t.element_size() for t in tensors.values())

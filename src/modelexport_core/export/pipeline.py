@@ -21,7 +21,7 @@ from modelexport_core.errors import (
 )
 from modelexport_core.export.fallback import AttemptFailed, AttemptResult, chain_error, first_success, run_attempt
 from modelexport_core.export.verify import Verification, pytorch_self_difference, verify
-from modelexport_core.format.graph import fill_missing_modules, node_key, strip_wrapper_names
+from modelexport_core.format.graph import fill_missing_modules, name_outputs, node_key, strip_wrapper_names
 from modelexport_core.format.onnx_file import check_graph, load_graph, save_graph
 from modelexport_core.format.records import RECORDS_STRATEGY, read_records, records_result
 from modelexport_core.format.sidecar import Attempt, build_sidecar, sidecar_path, write_sidecar
@@ -33,7 +33,7 @@ from modelexport_core.format.writer import NodeTag, write_tags
 from modelexport_core.plugin.discovery import StrategyInfo, get_strategies, get_strategy
 from modelexport_core.plugin.options import resolve_options
 from modelexport_core.plugin.strategy import ExportContext, TaggingResult
-from modelexport_core.prepare.context import make_context
+from modelexport_core.prepare.context import check_model_runs, make_context, recorded_output_names
 from modelexport_core.prepare.inputs import (
     inputs_from_config,
     inputs_from_tokenizer,
@@ -329,6 +329,10 @@ def _tag_file(run: ExportRun, strategy: str, result: TaggingResult, onnx_path: P
         node_modules = {renamed.get(name, name): module for name, module in node_modules.items()}
         also = {renamed.get(name, name): modules for name, modules in also.items()}
         evidence = {renamed.get(name, name): kind for name, kind in evidence.items()}
+        if not ctx.output_names:  # the model did not run before the capture: the capture's run named them
+            name_outputs(model.graph, recorded_output_names(ctx))
+    if not ctx.output_names:
+        ctx = replace(ctx, output_names=[output.name for output in model.graph.output])
     result = replace(result, node_modules=node_modules, also=also, evidence=evidence, unwritten=None)
     node_tags = node_tags_from_result(model, result, run.tags)
     write_tags(model, node_tags, doc_string=run.options.doc_string, strategy=strategy,
@@ -476,6 +480,8 @@ def export_model(
             success = first_success(chain, lambda info: _try_strategy(run, info), attempts, measured=_measured)
             if success is not None:
                 return _publish(run, success.made(), attempts, started)
+            if not ctx.output_names:  # the model has not run: a failure of its own is one error, not one per strategy
+                check_model_runs(ctx)
             retry = [info for info, attempt in zip(chain, attempts) if attempt.status == "failed"]
             if not ctx.dynamic_axes or not retry:
                 raise chain_error(attempts, named=bool(options.strategies))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import chain
@@ -139,14 +140,47 @@ def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
     value_map = {old: new for old, new in value_map.items() if new not in values or new in value_map}
     if not value_map and not node_map:
         return node_map
-    for g, names in zip(graphs, names_by_graph):
-        if node_map:
+    if node_map:
+        for g, names in zip(graphs, names_by_graph):
             for node, name in zip(g.node, names):
                 new = node_map.get(name)
                 if new is not None:
                     node.name = new
-        if not value_map:
-            continue
+    _rename_values(graphs, value_map)
+    return node_map
+
+
+def name_outputs(graph: "onnx.GraphProto", names: list[str]) -> bool:
+    """Give the graph's outputs ``names``, in order, where the exporter named them its own way; whether it did.
+
+    Nothing is renamed unless there is one name per output; an output that is also a graph
+    input or an initializer keeps its name, and so does one whose new name another value holds.
+    """
+    if len(names) != len(graph.output) or len({output.name for output in graph.output}) != len(names):
+        return False
+    graphs = _graphs(graph)
+    values = {name for g in graphs for name in _defined_values(g)}
+    fixed = {value.name for value in (*graph.input, *graph.initializer)}
+    value_map = {output.name: new for output, new in zip(graph.output, names)
+                 if output.name != new and output.name not in fixed and new not in values}
+    if len(set(value_map.values())) != len(value_map):
+        return False
+    _rename_values(graphs, value_map)
+    # the TorchScript exporter names an output's symbolic sizes after the value (``Add<name>_dim_0``)
+    sizes = re.compile(f"(.*?)({'|'.join(map(re.escape, value_map))})(_dim_[0-9]+)") if value_map else None
+    for holder in (*graph.output, *graph.value_info):
+        for dim in holder.type.tensor_type.shape.dim:
+            match = sizes.fullmatch(dim.dim_param) if sizes and dim.dim_param else None
+            if match:
+                dim.dim_param = match[1] + value_map[match[2]] + match[3]
+    return True
+
+
+def _rename_values(graphs: list["onnx.GraphProto"], value_map: dict[str, str]) -> None:
+    """Rename values (old -> new) wherever a graph or subgraph names them."""
+    if not value_map:
+        return
+    for g in graphs:
         for node in g.node:
             for i, value in enumerate(node.input):
                 if value in value_map:
@@ -158,7 +192,6 @@ def strip_wrapper_names(graph: "onnx.GraphProto") -> dict[str, str]:
             holder.name = value_map.get(holder.name, holder.name)
         for sparse in g.sparse_initializer:
             sparse.values.name = value_map.get(sparse.values.name, sparse.values.name)
-    return node_map
 
 
 def _defined_values(graph: "onnx.GraphProto") -> set[str]:

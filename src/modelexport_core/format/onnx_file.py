@@ -126,11 +126,12 @@ def _graph_field(reader: _Reader, size: int) -> _Field:
     return graphs[0]
 
 
-def _stub_tensor(reader: _Reader, tensor: _Field, file_name: str) -> bytes:
-    """An initializer without its data: every other field kept, its inline data referred to as external data.
+def _split_tensor(reader: _Reader, tensor: _Field) -> tuple[list[bytes], _Field | None, bool]:
+    """An initializer's fields as stored, but its data where that is large raw bytes: (the other fields, that data
+    field or None, whether the tensor already refers to external data).
 
-    The reference (``location`` the file itself, ``offset``, ``length``) is exact for the
-    file as read, so the stub model saved beside it is a complete model.
+    Small data stays with the rest (runtimes read shapes and axes from it during shape inference), and so
+    does varint-packed or split data, which is not the tensor's raw bytes (such data is small).
     """
     parts = []
     external = False
@@ -146,26 +147,36 @@ def _stub_tensor(reader: _Reader, tensor: _Field, file_name: str) -> bytes:
         or any(f.number not in _RAW_LAYOUT_FIELDS for f in data_fields)
         or sum(f.end - f.value_start for f in data_fields) <= _INLINE_LIMIT
     ):
-        # small data stays in the stub (runtimes read shapes and axes from it during shape inference), and
-        # so does varint-packed or split data, which is not the tensor's raw bytes (such data is small)
         parts.extend(reader.read(f.start, f.end - f.start) for f in data_fields)
-        body = b"".join(parts)
-        return _encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED) + _encode_varint(len(body)) + body
-    data = data_fields[0] if data_fields else None
+        return parts, None, external
+    return parts, (data_fields[0] if data_fields else None), external
+
+
+def _initializer(body: bytes) -> bytes:
+    return _encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED) + _encode_varint(len(body)) + body
+
+
+def _stub_tensor(reader: _Reader, tensor: _Field, file_name: str) -> bytes:
+    """An initializer without its data: every other field kept, its inline data referred to as external data.
+
+    The reference (``location`` the file itself, ``offset``, ``length``) is exact for the
+    file as read, so the stub model saved beside it is a complete model.
+    """
+    parts, data, external = _split_tensor(reader, tensor)
+    if data is None:
+        return _initializer(b"".join(parts))
     if not external:
         import onnx
 
         entry = onnx.StringStringEntryProto(key="location", value=file_name)
         parts.append(_encode_varint(_TENSOR_EXTERNAL_DATA << 3 | _LENGTH_DELIMITED)
                      + _encode_varint(entry.ByteSize()) + entry.SerializeToString())
-        if data is not None:
-            for key, value in (("offset", data.value_start), ("length", data.end - data.value_start)):
-                entry = onnx.StringStringEntryProto(key=key, value=str(value))
-                parts.append(_encode_varint(_TENSOR_EXTERNAL_DATA << 3 | _LENGTH_DELIMITED)
-                             + _encode_varint(entry.ByteSize()) + entry.SerializeToString())
+        for key, value in (("offset", data.value_start), ("length", data.end - data.value_start)):
+            entry = onnx.StringStringEntryProto(key=key, value=str(value))
+            parts.append(_encode_varint(_TENSOR_EXTERNAL_DATA << 3 | _LENGTH_DELIMITED)
+                         + _encode_varint(entry.ByteSize()) + entry.SerializeToString())
         parts.append(_encode_varint(_TENSOR_DATA_LOCATION << 3) + _encode_varint(onnx.TensorProto.EXTERNAL))
-    body = b"".join(parts)
-    return _encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED) + _encode_varint(len(body)) + body
+    return _initializer(b"".join(parts))
 
 
 _scanned: dict[tuple, list[_Field]] = {}
@@ -224,7 +235,7 @@ def load_graph(path: Path) -> "onnx.ModelProto":
     return model
 
 
-def _write_all(target: BinaryIO, data: bytes | bytearray) -> None:
+def _write_all(target: BinaryIO, data: bytes | bytearray | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[target.write(view):]
@@ -354,9 +365,9 @@ def check_graph(model: "onnx.ModelProto", source: Path) -> None:
 class StreamedTensor:
     """An initializer to write inline without building its TensorProto: its header and how to write its data."""
 
-    header: "onnx.TensorProto"  # name, type, shape; no data
+    header: "onnx.TensorProto"  # name, type, shape; no data (or the whole tensor, when ``write_data`` is None)
     nbytes: int
-    write_data: Callable[[BinaryIO], object]  # writes exactly ``nbytes`` raw (little-endian) bytes
+    write_data: Callable[[BinaryIO], object] | None  # writes exactly ``nbytes`` raw (little-endian) bytes
 
 
 def save_with_initializers(model: "onnx.ModelProto", tensors: list[StreamedTensor], target: Path) -> None:
@@ -369,6 +380,9 @@ def save_with_initializers(model: "onnx.ModelProto", tensors: list[StreamedTenso
     initializer_key = _encode_varint(_GRAPH_INITIALIZER << 3 | _LENGTH_DELIMITED)
     pieces: list = []
     for tensor in tensors:
+        if tensor.write_data is None:  # small, or not raw bytes: the header holds the tensor whole
+            pieces.append(_initializer(tensor.header.SerializeToString()))
+            continue
         header = tensor.header.SerializeToString() + raw_key + _encode_varint(tensor.nbytes)
         pieces.append(initializer_key + _encode_varint(len(header) + tensor.nbytes) + header)
         pieces.append(tensor)
@@ -386,7 +400,8 @@ class StreamedModel:
     """
 
     model: "onnx.ModelProto"
-    data: list[tuple[int, Callable[[BinaryIO], object]]]
+    data: list[tuple[int, Callable[[BinaryIO], object] | None]]
+    """Per initializer, its size and how to write its bytes; ``(0, None)`` where the header holds its data."""
 
     def write(self, target: Path) -> None:
         """Write the file (initializers as ``model`` names them now), then let go of the weights."""
@@ -401,6 +416,45 @@ class StreamedModel:
         shell.graph.ClearField("initializer")
         save_with_initializers(shell, tensors, target)
         self.data = []
+
+
+def _span_writer(span: memoryview) -> tuple[int, Callable[[BinaryIO], object]]:
+    def write(out: BinaryIO) -> None:
+        _write_all(out, span)
+
+    return len(span), write
+
+
+def streamed_from_bytes(data: bytes) -> StreamedModel:
+    """A serialized model (as an exporter hands it over) as a :class:`StreamedModel`: the graph parsed, each
+    large initializer's bytes left where they lie in ``data`` and written from there, never copied in memory."""
+    import io
+
+    import onnx
+
+    view = memoryview(data)
+    reader = _Reader(io.BytesIO(data))  # a BytesIO over bytes shares them until written to
+    graph = _graph_field(reader, len(data))
+    graph_parts: list[bytes] = []
+    writes: list[tuple[int, Callable[[BinaryIO], object] | None]] = []
+    run_start = graph.value_start
+    for field in _fields(reader, graph.value_start, graph.end):
+        if field.number != _GRAPH_INITIALIZER:
+            continue
+        graph_parts.append(bytes(view[run_start:field.start]))
+        parts, raw, _ = _split_tensor(reader, field)
+        graph_parts.append(_initializer(b"".join(parts)))
+        if raw is None:
+            writes.append((0, None))
+        else:
+            writes.append(_span_writer(view[raw.value_start:raw.end]))
+        run_start = field.end
+    graph_parts.append(bytes(view[run_start:graph.end]))
+    graph_bytes = b"".join(graph_parts)
+    model = onnx.ModelProto()
+    model.ParseFromString(bytes(view[:graph.start]) + _encode_varint(_MODEL_GRAPH << 3 | _LENGTH_DELIMITED)
+                          + _encode_varint(len(graph_bytes)) + graph_bytes + bytes(view[graph.end:]))
+    return StreamedModel(model, writes)
 
 
 def tensor_value(tensor: "onnx.TensorProto", base_dir: Path) -> "np.ndarray":

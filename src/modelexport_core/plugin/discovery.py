@@ -72,10 +72,11 @@ def make_plugin_manager(load_entry_points: bool = True) -> pluggy.PluginManager:
     return pm
 
 
-def _distribution_of(plugin: object, pm: pluggy.PluginManager) -> tuple[str, str]:
+def _distribution_of(plugin: object, pm: pluggy.PluginManager,
+                     entry_points: "importlib.metadata.EntryPoints") -> tuple[str, str]:
     module_name = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__module__
     plugin_name = pm.get_name(plugin) or module_name
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for entry_point in entry_points:
         if entry_point.name == plugin_name and entry_point.dist is not None:
             return entry_point.dist.name, entry_point.dist.version
     top_level = module_name.split(".")[0]
@@ -88,8 +89,9 @@ def get_strategies(pm: pluggy.PluginManager | None = None) -> list[StrategyInfo]
     """Every installed strategy, highest priority first (ties by name)."""
     pm = pm or make_plugin_manager()
     found: dict[str, StrategyInfo] = {}
+    entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)  # read once, not once per plugin
     for hookimpl in pm.hook.modelexport_strategies.get_hookimpls():
-        distribution, version = _distribution_of(hookimpl.plugin, pm)
+        distribution, version = _distribution_of(hookimpl.plugin, pm, entry_points)
         try:
             listed: Any = hookimpl.function()
             strategies: list[Any] = list(listed or [])

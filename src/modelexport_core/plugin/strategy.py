@@ -46,7 +46,9 @@ class ExportContext:
 
     ``module`` is what gets exported: a wrapper that takes ``args`` positionally (in
     ``input_names`` order), calls the user's model with caches off and returns a flat
-    tuple of tensors named ``output_names``. The user's model sits in it as the
+    tuple of tensors named ``output_names`` (empty where the model has not run before the
+    capture: the exporter then names them, and the core renames the file's outputs to the
+    names the capture's own run recorded). The user's model sits in it as the
     attribute ``model``, so module names seen inside an export carry the prefix
     ``model.``; :meth:`model_qualname` strips it.
 

@@ -54,10 +54,11 @@ def make_context(
 ) -> ExportContext:
     """Wrap ``model`` for export and describe the export of it with ``inputs``.
 
-    The model runs once on ``inputs`` (names its outputs; a model that fails on its own
-    example fails here, once). ``keep_outputs``: that run computes real outputs, kept as
-    ``example_outputs`` for verification; without it (nothing will compare with them) the
-    run is made on fake tensors where the model allows, shapes only: no arithmetic.
+    With ``keep_outputs`` the model runs once on ``inputs``: its outputs are kept as
+    ``example_outputs`` for verification and name the graph's outputs (a model that fails
+    on its own example fails here, once). Without it (nothing will compare with them) the
+    model does not run here unless an axis needs widening: ``output_names`` is left empty
+    and the capture names them (:func:`recorded_output_names`).
     """
     model.eval()
     names = list(inputs)
@@ -72,22 +73,17 @@ def make_context(
     try:
         args, axes, notes, output = widen_for_model(run, user_args, names, default_dynamic_axes(inputs) if dynamic else {})
         example_outputs: tuple = ()
-        if output is None and not keep_outputs:
-            output = _fake_run(run, user_args, model)
-        if output is None:
+        if output is None and keep_outputs:
             output = run(user_args)
             example_outputs = tuple(tensor for _, tensor in flatten_outputs(output))
     except Exception as error:
-        shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in inputs.items())
-        raise ModelRunError(
-            f"{type(model).__name__} failed on its example inputs ({shapes}): {type(error).__name__}: {first_line(error)}"
-        ) from error
+        raise _run_error(model, names, user_args, error) from error
     return ExportContext(
         model=model,
         module=wrapper,
         args=args,
         input_names=names,
-        output_names=output_names(output),
+        output_names=output_names(output) if output is not None else [],
         dynamic_axes=axes,
         opset=opset,
         options=dict(options or {}),
@@ -97,49 +93,26 @@ def make_context(
     )
 
 
-def _fake_run(run: Any, args: tuple["torch.Tensor", ...], model: "torch.nn.Module") -> Any:
-    """``run(args)`` on fake tensors (shapes and dtypes, no data), or None where the model needs real values.
+def recorded_output_names(ctx: ExportContext) -> list[str]:
+    """The output names of the context's last capture (the export wrapper records them as it runs), or []."""
+    record = getattr(ctx.module, "output_record", None)
+    return list(record.names) if record is not None else []
 
-    A model whose code reads values (``.item()``, a branch on a tensor) or calls an op with no
-    fake implementation cannot run so; the caller then runs it for real, which also reports
-    a failure of the model's own as one clear error. A module that caches a tensor while
-    running (a lazily built table) gets its own tensor back afterwards, never a fake one.
-    """
-    slots = _tensor_slots(model)
+
+def check_model_runs(ctx: ExportContext) -> None:
+    """Run the model on its own example; a failure there raises as the model's, in one line (ModelRunError)."""
+    import torch
+
     try:
-        from torch._subclasses.fake_tensor import FakeTensorMode
-
-        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
-            return run(tuple(mode.from_tensor(tensor) for tensor in args))
-    except Exception:  # noqa: BLE001 - any failure here only means: run it for real
-        return None
-    finally:
-        _restore_tensor_slots(model, slots)
+        with torch.no_grad():
+            ctx.module(*ctx.user_args)
+    except Exception as error:
+        raise _run_error(ctx.model, ctx.input_names, ctx.user_args, error) from error
 
 
-def _tensor_slots(model: "torch.nn.Module") -> dict[tuple[int, str, str], Any]:
-    """What each module of ``model`` holds (parameters, buffers, plain attributes), by where it is held."""
-    slots: dict[tuple[int, str, str], Any] = {}
-    for module in model.modules():
-        for name, value in vars(module).items():
-            slots[(id(module), "", name)] = value
-            if name in ("_parameters", "_buffers"):
-                slots.update({(id(module), name, key): tensor for key, tensor in value.items()})
-    return slots
-
-
-def _restore_tensor_slots(model: "torch.nn.Module", slots: dict[tuple[int, str, str], Any]) -> None:
-    """Put back what :func:`_tensor_slots` saw wherever a fake tensor took its place (or was added)."""
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    for module in model.modules():
-        state = vars(module)
-        holders = [("_parameters", state.get("_parameters", {})), ("_buffers", state.get("_buffers", {})), ("", state)]
-        for kind, holder in holders:
-            for key, value in list(holder.items()):
-                if isinstance(value, FakeTensor):
-                    slot = (id(module), kind, key)
-                    if slot in slots:
-                        holder[key] = slots[slot]
-                    else:
-                        del holder[key]
+def _run_error(model: "torch.nn.Module", names: list[str], args: tuple["torch.Tensor", ...],
+               error: BaseException) -> ModelRunError:
+    shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in zip(names, args))
+    return ModelRunError(
+        f"{type(model).__name__} failed on its example inputs ({shapes}): {type(error).__name__}: {first_line(error)}"
+    )

@@ -52,6 +52,14 @@ def fixed_keywords(model: "torch.nn.Module") -> dict[str, Any]:
     return {"use_cache": False} if "use_cache" in params else {}
 
 
+class OutputRecord:
+    """The output names of the export wrapper's last run. A plain object: torch.export puts a module's own
+    attributes back as they were after a capture, and the names are wanted after it."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+
 def _make_wrapper_class():
     import torch
 
@@ -64,6 +72,7 @@ def _make_wrapper_class():
             self.input_names = list(input_names)
             self.by_keyword = by_keyword
             self.keywords = fixed_keywords(model)
+            self.output_record = OutputRecord()
 
         def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
             model = getattr(self, WRAPPER_ATTRIBUTE)
@@ -71,7 +80,12 @@ def _make_wrapper_class():
                 output = model(**dict(zip(self.input_names, tensors)), **self.keywords)
             else:
                 output = model(*tensors, **self.keywords)
-            return tuple(tensor for _, tensor in flatten_outputs(output))
+            flat = flatten_outputs(output)
+            # the names of what this run returned, for the core to name a capture's outputs by; TorchDynamo,
+            # which reads this code rather than running it, skips the branch
+            if not torch.compiler.is_dynamo_compiling():
+                self.output_record.names = unique_names([name for name, _ in flat])
+            return tuple(tensor for _, tensor in flat)
 
     return ExportWrapper
 
@@ -100,7 +114,11 @@ def run_model(model: "torch.nn.Module", inputs: dict[str, "torch.Tensor"], by_ke
 
 def output_names(output: Any) -> list[str]:
     """Names of the flattened tensors of a model output, made unique."""
-    names = [name for name, _ in flatten_outputs(output)]
+    return unique_names([name for name, _ in flatten_outputs(output)])
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """``names`` with each repeat suffixed ``_1``, ``_2``, ..."""
     seen: dict[str, int] = {}
     unique = []
     for name in names:

@@ -42,9 +42,12 @@ class BuiltinTrackingStrategy(TaggingStrategy):
         from modelexport_core.sdk import load_graph
 
         with recording_scopes() as scopes:
-            export_torchscript(ctx, onnx_path)
-        model = load_graph(onnx_path)  # node names and inputs are all it reads: the weights stay in the file
-        return self.tag_from_scopes(ctx, model, scopes)
+            unwritten = export_torchscript(ctx, onnx_path, in_memory=ctx.may_leave_unwritten)
+        # node names and inputs are all it reads: the weights stay where the exporter put them
+        model = unwritten.model if unwritten is not None else load_graph(onnx_path)
+        result = self.tag_from_scopes(ctx, model, scopes)
+        result.unwritten = unwritten
+        return result
 
     def tag_from_scopes(
         self, ctx: ExportContext, model: "onnx.ModelProto", scopes: dict[str, str | None]

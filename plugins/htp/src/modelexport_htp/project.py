@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 from modelexport_core.sdk import is_ancestor
 
 from .trace import INPUT_PREFIX, Trace
-from .value_index import ValueIndex, informative, may_be_same, same_values
+from .value_index import ValueIndex, informative, may_be_same, measure, same_values, transposed_measure
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,7 +92,6 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
     A matrix may hold a parameter transposed (the exporter folds ``W.T``): it is looked up
     both ways.
     """
-    import numpy as np
     from onnx import numpy_helper
 
     read = read or numpy_helper.to_array
@@ -100,11 +99,12 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
     facts = Initializers({}, set(), {})
     for initializer in onnx_model.graph.initializer:
         array = read(initializer)
-        found = set(index.find(array))
-        if array.ndim == 2:
-            found.update(index.find(np.ascontiguousarray(array.T)))
+        measured = measure(array) if array.dtype.kind in "fciub" else None
+        found = set(index.find(array, measured))
+        if array.ndim == 2 and measured is not None:
+            found.update(index.find(array.T, transposed_measure(measured)))  # a view: nothing copied
         facts.params[initializer.name] = frozenset(found)
-        if informative(array):
+        if informative(array, measured[2] if measured is not None else None):
             facts.informative.add(initializer.name)
         if array.size <= SMALL_SIZE:
             facts.small[initializer.name] = array
@@ -149,15 +149,18 @@ def project(
         folds = any(params_of.get(name) == frozenset() for name in node.input)
         for output in node.output:
             value = values.get(output)
+            measured = measure(value) if value is not None and getattr(value, "dtype", None) is not None \
+                and value.dtype.kind in "fciub" else None
+            own_scale = measured[2] if measured is not None else None
             found: list[tuple[int, int, int, int]] = []
             if node.op_type == SHAPE_OP:
                 shape_reads[node_index] = _shape_reads(
-                    candidates.find(value) if value is not None else [], frontier, trace, used_records
+                    candidates.find(value, measured) if value is not None else [], frontier, trace, used_records
                 )
                 found = [(shape_reads[node_index][0], 1, 0, 0)] if shape_reads[node_index] else []
-            elif value is not None and informative(value):
+            elif value is not None and informative(value, own_scale):
                 found = _plausible(
-                    candidates.find(value), frontier, latest, held, trace, ancestors, dependent, folds,
+                    candidates.find(value, measured), frontier, latest, held, trace, ancestors, dependent, folds,
                     reads_shape=node.op_type == SHAPE_OP,
                 )
                 if len(found) > 1:
@@ -166,7 +169,7 @@ def project(
                     projection.unmatched_values += 1
             elif value is not None and getattr(value, "size", 0) >= 2 and frontier:
                 plausible = _plausible(
-                    candidates.find(value), frontier, latest, held, trace, ancestors, dependent,
+                    candidates.find(value, measured), frontier, latest, held, trace, ancestors, dependent,
                     reads_shape=node.op_type == SHAPE_OP,
                 )
                 folded_shapes = {

@@ -34,29 +34,51 @@ def _kind(array: "np.ndarray") -> str:
 
 def _summary(array: "np.ndarray") -> tuple[tuple, float]:
     """(bucket, sort key) of a value: shape, kind and non-finite count; sum of absolute finite values."""
+    bucket, total, _ = measure(array)
+    return bucket, total
+
+
+def measure(array: "np.ndarray") -> tuple[tuple, float, float]:
+    """A value's bucket and sort key (:func:`summary`) and its :func:`scale`, from one pass over its magnitudes.
+
+    A transposed view measures as its array does with the shape reversed, so a caller looking a
+    matrix up both ways measures it once.
+    """
     import numpy as np
 
     if array.dtype.kind in "fc":
         data = np.abs(array)
-        with np.errstate(invalid="ignore", over="ignore"):
-            total = float(data.sum(dtype=np.float64))
-        if np.isfinite(total):  # the common case: no NaN or infinity, one pass in the value's own precision
-            return (tuple(array.shape), "f", 0), total
+        if data.size:
+            with np.errstate(invalid="ignore", over="ignore"):
+                total = float(data.sum(dtype=np.float64))
+                largest = float(data.max())
+            if np.isfinite(total) and np.isfinite(largest):  # the common case: no NaN or infinity
+                return (tuple(array.shape), "f", 0), total, min(1.0, largest)
         data = data.astype(np.float64, copy=False)
         finite = np.isfinite(data)
         bucket = (tuple(array.shape), "f", int(data.size - finite.sum()))
-        return bucket, float(data[finite].sum())
-    return (tuple(array.shape), _kind(array), 0), float(np.abs(array.astype(np.float64)).sum())
+        kept = data[finite]
+        return bucket, float(kept.sum()), float(min(1.0, kept.max())) if kept.size else 1.0
+    return (tuple(array.shape), _kind(array), 0), float(np.abs(array.astype(np.float64)).sum()), 1.0
 
 
-def informative(array: "np.ndarray") -> bool:
-    """Whether a value says something about where it came from: not a scalar, not all one number."""
+def transposed_measure(measured: tuple[tuple, float, float]) -> tuple[tuple, float, float]:
+    """What :func:`measure` gives for ``array.T`` of a matrix measured as ``measured``."""
+    (shape, kind, nonfinite), total, value_scale = measured
+    return (tuple(reversed(shape)), kind, nonfinite), total, value_scale
+
+
+def informative(array: "np.ndarray", own_scale: float | None = None) -> bool:
+    """Whether a value says something about where it came from: not a scalar, not all one number.
+
+    ``own_scale``: its :func:`scale`, where the caller knows it.
+    """
     import numpy as np
 
     if not hasattr(array, "dtype") or array.size < 2 or array.dtype.kind not in "fiub":
         return False
     flat = array.reshape(-1)
-    if array.dtype.kind == "f" and scale(array) < TINY:
+    if array.dtype.kind == "f" and (scale(array) if own_scale is None else own_scale) < TINY:
         return False  # faded to zeros and subnormals
     return not bool(np.all(flat == flat[0]))
 
@@ -100,7 +122,9 @@ def same_values(
 
 def _sample(array: "np.ndarray") -> "np.ndarray":
     """Evenly spaced elements of a value (at least ``SAMPLE`` of them when it has ``2 * SAMPLE``)."""
-    return array.reshape(-1)[:: max(1, array.size // SAMPLE)]
+    step = max(1, array.size // SAMPLE)
+    # a transposed view is sampled where it lies: reshaping it would copy all of it
+    return array.reshape(-1)[::step] if array.flags.c_contiguous else array.flat[::step]
 
 
 def _samples_close(
@@ -162,8 +186,8 @@ class ValueIndex(Generic[Key]):
     def add(self, key: Key, value: "np.ndarray") -> None:
         if not hasattr(value, "dtype") or value.dtype.kind not in "fciub":
             return
-        bucket, total = _summary(value)
-        self._pending[bucket].append((total, key, value, scale(value)))
+        bucket, total, value_scale = measure(value)
+        self._pending[bucket].append((total, key, value, value_scale))
         self._sorted.pop(bucket, None)
 
     def _bucket(self, bucket: tuple) -> tuple[list[float], list[_Entry]]:
@@ -190,15 +214,14 @@ class ValueIndex(Generic[Key]):
             )
         return self._sorted[bucket]
 
-    def find(self, value: "np.ndarray") -> list[Key]:
-        """Keys of the values equal to ``value``, sorted, each once."""
+    def find(self, value: "np.ndarray", measured: tuple[tuple, float, float] | None = None) -> list[Key]:
+        """Keys of the values equal to ``value``, sorted, each once; ``measured``: its :func:`measure`, if known."""
         if not hasattr(value, "dtype") or value.dtype.kind not in "fciub":
             return []
-        bucket, total = _summary(value)
+        bucket, total, own_scale = measured or measure(value)
         totals, entries = self._bucket(bucket)
         if not entries:
             return []
-        own_scale = scale(value)
         low, high = _window(value.size, total, own_scale)
         first, last = bisect_left(totals, low), bisect_right(totals, high)
         positions: Iterable[int] = range(first, last)

@@ -49,14 +49,41 @@ def owner_module(tensor_qualname: str) -> str:
     return tensor_qualname.rpartition(".")[0]
 
 
-def _value_key(array: "np.ndarray") -> tuple[str, tuple[int, ...], str]:
+def _checksum(array: "np.ndarray") -> int:
+    """A sum of the value's elements read as unsigned integers (wrapping): exact, and the same for any order
+    of the elements, so a matrix and its transpose have one checksum and neither is copied to compute it."""
     import numpy as np
 
     data = np.ascontiguousarray(array)
     if data.dtype.hasobject or not data.size:
-        return data.dtype.str, tuple(data.shape), hashlib.sha1(data.tobytes()).hexdigest()
-    # hashed where it lies (no copy into bytes); sha1 runs in hardware here, three times blake2b's speed
-    return data.dtype.str, tuple(data.shape), hashlib.sha1(memoryview(data.reshape(-1).view(np.uint8))).hexdigest()
+        return int(hashlib.sha1(data.tobytes()).hexdigest()[:15], 16)
+    width = data.dtype.itemsize
+    unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32}.get(width, np.uint64 if width % 8 == 0 else np.uint8)
+    return int(data.reshape(-1).view(unsigned).sum(dtype=np.uint64))
+
+
+class _ValueKeys:
+    """One key per distinct value: arrays are filed under dtype, shape and :func:`_checksum`, and a
+    candidate is the same value only if every element is equal. A key is (dtype, shape, checksum, n)."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[tuple, list[tuple["np.ndarray", tuple]]] = defaultdict(list)
+
+    def key(self, array: "np.ndarray", checksum: int | None = None, file: bool = True) -> tuple:
+        """The key of ``array`` (which may be a transposed view; ``checksum`` if known). A value not filed
+        yet is filed when ``file``; else (a graph's tensor, not kept) its key ends in -1."""
+        import numpy as np
+
+        bucket = (array.dtype.str, tuple(array.shape), _checksum(array) if checksum is None else checksum)
+        entries = self._buckets[bucket]
+        for kept, key in entries:
+            if np.array_equal(kept, array):
+                return key
+        if not file:
+            return (*bucket, -1)
+        key = (*bucket, len(entries))
+        entries.append((array, key))
+        return key
 
 
 class ParameterIndex:
@@ -77,13 +104,14 @@ class ParameterIndex:
         self._digests: dict[str, str] = {}
         self._distinctive: set[str] = set()
         self._by_shape: dict[tuple[int, ...], list[tuple["np.ndarray", str, str]]] = defaultdict(list)
+        self._keys = _ValueKeys()
         modules = {name for name, _ in model.named_modules()}
         for qualname, tensor in _named_tensors(model):
             module = owner_module(qualname)
             if module not in modules:  # a module registered twice is known by its first name
                 continue
             array = _as_array(tensor)
-            key = _value_key(array)
+            key = self._keys.key(array)
             self._values[qualname] = key
             self._by_name[qualname] = qualname
             self._by_name[qualname.replace(".", "_")] = qualname
@@ -104,7 +132,7 @@ class ParameterIndex:
         for derived in derived_tensors(model):
             covers = frozenset(self._digests[name] for name in derived.sources if name in self._digests)
             if derived.exact:
-                key = _value_key(derived.array)
+                key = self._keys.key(derived.array)
                 self._by_value[key].add(derived.module)
                 self._covers[key] |= covers
             else:
@@ -128,9 +156,10 @@ class ParameterIndex:
 
     def owners(self, array: "np.ndarray", name: str = "") -> TensorOwners | None:
         """Modules owning ``array``; None when no parameter or buffer equals it."""
-        keys = [_value_key(array)]
-        if array.ndim == 2:
-            keys.append(_value_key(array.T))
+        checksum = _checksum(array)
+        keys = [self._keys.key(array, checksum, file=False)]
+        if array.ndim == 2:  # the transpose as a view: its checksum is the array's
+            keys.append(self._keys.key(array.T, checksum, file=False))
         modules = set().union(*(self._by_value.get(key, set()) for key in keys))
         covers = set().union(*(self._covers.get(key, set()) for key in keys))
         absorbed: set[str] = set()
