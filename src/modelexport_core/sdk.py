@@ -9,7 +9,8 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
   ``EVIDENCE_KIND``); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
   ``StreamedTensor``, ``StreamedModel``;
-- exporting: ``export_torchscript``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``;
+- exporting: ``export_torchscript``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``,
+  ``recorded_output_names`` (the output names a capture's run recorded, where the model had not run before);
 - messages: ``first_line``.
 """
 
@@ -38,7 +39,7 @@ from modelexport_core.plugin.strategy import (
     TaggingResult,
     TaggingStrategy,
 )
-from modelexport_core.prepare.context import takes_keywords
+from modelexport_core.prepare.context import recorded_output_names, takes_keywords
 from modelexport_core.prepare.wrapper import fixed_keywords
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "load_graph",
     "node_key",
     "parent_qualname",
+    "recorded_output_names",
     "save_with_initializers",
     "stub_file",
     "takes_keywords",

@@ -403,6 +403,25 @@ class StreamedModel:
     data: list[tuple[int, Callable[[BinaryIO], object] | None]]
     """Per initializer, its size and how to write its bytes; ``(0, None)`` where the header holds its data."""
 
+    def value(self, tensor: "onnx.TensorProto") -> "np.ndarray":
+        """The value of one of ``model.graph.initializer`` as an array (its bytes copied; the model keeps its own)."""
+        import io
+
+        import onnx
+        from onnx import numpy_helper
+
+        position = next(i for i, header in enumerate(self.model.graph.initializer) if header is tensor
+                        or header.name == tensor.name)
+        _, write = self.data[position]
+        if write is None:
+            return numpy_helper.to_array(tensor)
+        buffer = io.BytesIO()
+        write(buffer)
+        full = onnx.TensorProto()
+        full.CopyFrom(tensor)
+        full.raw_data = buffer.getvalue()
+        return numpy_helper.to_array(full)
+
     def write(self, target: Path) -> None:
         """Write the file (initializers as ``model`` names them now), then let go of the weights."""
         import onnx

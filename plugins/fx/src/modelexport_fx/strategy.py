@@ -20,6 +20,7 @@ from modelexport_core.sdk import (
     StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
+    recorded_output_names,
 )
 
 from .capture import CAPTURE_METHODS, DRAFT_EXPORT, NON_STRICT
@@ -111,6 +112,8 @@ class FxStrategy(TaggingStrategy):
                 capture = self._capture(captured_ctx)
             symbols = dynamic_symbols(capture.program, captured_ctx) if captured_ctx.dynamic_axes else {}
             ctx = captured_ctx
+            if not ctx.output_names:  # the model had not run: the capture's run named them, the exporter uses them
+                ctx = replace(ctx, output_names=recorded_output_names(ctx))
             program = decompose_custom_ops(capture.program)
             rewritten = reflected_subtractions(program)
             try:

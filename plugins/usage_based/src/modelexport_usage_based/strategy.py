@@ -56,10 +56,14 @@ class UsageBasedStrategy(TaggingStrategy):
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
         from modelexport_core.sdk import load_graph, tensor_value
 
-        export_torchscript(ctx, onnx_path)
+        unwritten = export_torchscript(ctx, onnx_path, in_memory=ctx.may_leave_unwritten)
         folder = Path(onnx_path).parent
-        # the graph only: each weight is read from the file when it is compared, then let go
-        result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder))
+        # the graph only: each weight is read from where the exporter put it when it is compared, then let go
+        if unwritten is not None:
+            result = self._tag(ctx, unwritten.model, unwritten.value)
+            result.unwritten = unwritten
+        else:
+            result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder))
         result.exporter = "torchscript"
         return result
 
