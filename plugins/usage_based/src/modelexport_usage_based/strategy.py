@@ -24,19 +24,11 @@ from modelexport_core.sdk import (
     hold_causality,
 )
 
-from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
-from .graph_values import ArrayReader
-from .helper_sizes import helper_exports, module_calls
-from .module_tree import ModuleTree
-from .order import reused_modules
-from .ownership import resolve_owners
-from .parameters import ParameterIndex
-from .propagation import propagate
-from .seeds import call_numbers, find_parameter_users
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the passes load when a model is tagged, not when the strategies are listed
     import onnx
     import torch
+
+    from .graph_values import ArrayReader
 
 MIN_WEIGHTS_FOUND = 0.5
 """Share of the model's non-constant weight tensors a graph must hold to be tagged as that model."""
@@ -70,7 +62,16 @@ class UsageBasedStrategy(TaggingStrategy):
     def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
         return self._tag(ctx, onnx_model, None)
 
-    def _tag(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", read: ArrayReader | None) -> TaggingResult:
+    def _tag(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", read: "ArrayReader | None") -> TaggingResult:
+        from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
+        from .helper_sizes import helper_exports, module_calls
+        from .module_tree import ModuleTree
+        from .order import reused_modules
+        from .ownership import resolve_owners
+        from .parameters import ParameterIndex
+        from .propagation import propagate
+        from .seeds import call_numbers, find_parameter_users
+
         started = time.perf_counter()
         graph = onnx_model.graph
         index = GraphIndex.of(graph)
