@@ -25,6 +25,7 @@ from modelexport_core.format.work_folder import (
 )
 
 CLI = shutil.which("modelexport") or str(Path(sys.executable).with_name("modelexport"))
+SLOW_MODEL = Path(__file__).with_name("slow_model.py")
 
 
 def _work_folders(folder: Path) -> list[Path]:
@@ -33,7 +34,8 @@ def _work_folders(folder: Path) -> list[Path]:
 
 def _start_export(output: Path) -> subprocess.Popen:
     # SIGINT as a terminal would deliver it, even if this test runs as a background job that ignores it
-    return subprocess.Popen([CLI, "export", "preset:bert", str(output)], stdout=subprocess.PIPE,
+    # a model whose every run takes seconds: the export is still running when the signal comes
+    return subprocess.Popen([CLI, "export", f"{SLOW_MODEL}:build", str(output)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 

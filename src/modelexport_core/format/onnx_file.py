@@ -11,6 +11,7 @@ Files with external data (over 2 GB) work the same way: their initializers are s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -402,19 +403,28 @@ class StreamedModel:
     model: "onnx.ModelProto"
     data: list[tuple[int, Callable[[BinaryIO], object] | None]]
     """Per initializer, its size and how to write its bytes; ``(0, None)`` where the header holds its data."""
+    raw: list[memoryview | None] | None = None
+    """Per initializer, its raw bytes where they lie in memory (a model made from serialized bytes)."""
+    _positions: dict[str, int] = dataclasses.field(default_factory=dict, repr=False)
 
     def value(self, tensor: "onnx.TensorProto") -> "np.ndarray":
-        """The value of one of ``model.graph.initializer`` as an array (its bytes copied; the model keeps its own)."""
+        """The value of one of ``model.graph.initializer`` as an array: a read-only view where its bytes lie in
+        memory (:attr:`raw`), else a copy."""
         import io
 
         import onnx
         from onnx import numpy_helper
 
-        position = next(i for i, header in enumerate(self.model.graph.initializer) if header is tensor
-                        or header.name == tensor.name)
+        position = self._positions.get(tensor.name)
+        if position is None or self.model.graph.initializer[position].name != tensor.name:  # renamed since
+            self._positions = {header.name: i for i, header in enumerate(self.model.graph.initializer)}
+            position = self._positions[tensor.name]
         _, write = self.data[position]
         if write is None:
             return numpy_helper.to_array(tensor)
+        shared = _shared_array(tensor, self.raw[position]) if self.raw is not None else None
+        if shared is not None:
+            return shared
         buffer = io.BytesIO()
         write(buffer)
         full = onnx.TensorProto()
@@ -437,6 +447,27 @@ class StreamedModel:
         self.data = []
 
 
+def _shared_array(tensor: "onnx.TensorProto", raw: memoryview | None) -> "np.ndarray | None":
+    """A read-only array over ``raw`` (no copy) of the tensor's type and shape, where NumPy has its type."""
+    import sys
+
+    import numpy as np
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    if raw is None or sys.byteorder != "little":
+        return None
+    try:
+        dtype = np.dtype(tensor_dtype_to_np_dtype(tensor.data_type))
+    except (KeyError, TypeError, ValueError):
+        return None
+    count = 1
+    for extent in tensor.dims:
+        count *= extent
+    if dtype.kind not in "biufc" or dtype.itemsize * count != len(raw):
+        return None
+    return np.frombuffer(raw, dtype=dtype).reshape(tuple(tensor.dims))
+
+
 def _span_writer(span: memoryview) -> tuple[int, Callable[[BinaryIO], object]]:
     def write(out: BinaryIO) -> None:
         _write_all(out, span)
@@ -456,6 +487,7 @@ def streamed_from_bytes(data: bytes) -> StreamedModel:
     graph = _graph_field(reader, len(data))
     graph_parts: list[bytes] = []
     writes: list[tuple[int, Callable[[BinaryIO], object] | None]] = []
+    raw_spans: list[memoryview | None] = []
     run_start = graph.value_start
     for field in _fields(reader, graph.value_start, graph.end):
         if field.number != _GRAPH_INITIALIZER:
@@ -465,7 +497,9 @@ def streamed_from_bytes(data: bytes) -> StreamedModel:
         graph_parts.append(_initializer(b"".join(parts)))
         if raw is None:
             writes.append((0, None))
+            raw_spans.append(None)
         else:
+            raw_spans.append(view[raw.value_start:raw.end] if raw.number == _TENSOR_RAW_DATA else None)
             writes.append(_span_writer(view[raw.value_start:raw.end]))
         run_start = field.end
     graph_parts.append(bytes(view[run_start:graph.end]))
@@ -473,7 +507,7 @@ def streamed_from_bytes(data: bytes) -> StreamedModel:
     model = onnx.ModelProto()
     model.ParseFromString(bytes(view[:graph.start]) + _encode_varint(_MODEL_GRAPH << 3 | _LENGTH_DELIMITED)
                           + _encode_varint(len(graph_bytes)) + graph_bytes + bytes(view[graph.end:]))
-    return StreamedModel(model, writes)
+    return StreamedModel(model, writes, raw_spans)
 
 
 def tensor_value(tensor: "onnx.TensorProto", base_dir: Path) -> "np.ndarray":

@@ -15,7 +15,7 @@ import io
 import warnings
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from .module_tree import ModuleTree
 
@@ -64,11 +64,10 @@ def helper_exports(
     return found
 
 
-def module_calls(model: "torch.nn.Module", run: "Callable[[], object]") -> tuple[dict[str, int], dict[str, int]]:
-    """How many times each module is called while ``run()`` runs, and when its first call began (its position
-    among all calls); both empty if it fails."""
-    import torch
-
+@contextlib.contextmanager
+def counting_calls(model: "torch.nn.Module") -> Iterator[tuple[dict[str, int], dict[str, int]]]:
+    """While the block runs, how many times each module is called and when its first call began (its
+    position among all calls): the dictionaries yielded fill as the model runs."""
     counts: dict[str, int] = {}
     first: dict[str, int] = {}
     handles = []
@@ -79,13 +78,23 @@ def module_calls(model: "torch.nn.Module", run: "Callable[[], object]") -> tuple
 
         handles.append(module.register_forward_pre_hook(count))
     try:
-        with torch.no_grad():
-            run()
-    except Exception:  # noqa: BLE001 - without counts every helper is taken to run once per call
-        return {}, {}
+        yield counts, first
     finally:
         for handle in handles:
             handle.remove()
+
+
+def module_calls(model: "torch.nn.Module", run: "Callable[[], object]") -> tuple[dict[str, int], dict[str, int]]:
+    """How many times each module is called while ``run()`` runs, and when its first call began (its position
+    among all calls); both empty if it fails."""
+    import torch
+
+    with counting_calls(model) as (counts, first):
+        try:
+            with torch.no_grad():
+                run()
+        except Exception:  # noqa: BLE001 - without counts every helper is taken to run once per call
+            return {}, {}
     return counts, first
 
 

@@ -48,21 +48,26 @@ class UsageBasedStrategy(TaggingStrategy):
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
         from modelexport_core.sdk import load_graph, tensor_value
 
-        unwritten = export_torchscript(ctx, onnx_path, in_memory=ctx.may_leave_unwritten)
+        from .helper_sizes import counting_calls
+
+        with counting_calls(ctx.model) as calls:  # the exporter's trace runs the model once: its calls are counted
+            unwritten = export_torchscript(ctx, onnx_path, in_memory=ctx.may_leave_unwritten)
         folder = Path(onnx_path).parent
         # the graph only: each weight is read from where the exporter put it when it is compared, then let go
         if unwritten is not None:
-            result = self._tag(ctx, unwritten.model, unwritten.value)
+            result = self._tag(ctx, unwritten.model, unwritten.value, calls)
             result.unwritten = unwritten
         else:
-            result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder))
+            result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder), calls)
         result.exporter = "torchscript"
         return result
 
     def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
         return self._tag(ctx, onnx_model, None)
 
-    def _tag(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", read: "ArrayReader | None") -> TaggingResult:
+    def _tag(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", read: "ArrayReader | None",
+             counted: tuple[dict[str, int], dict[str, int]] | None = None) -> TaggingResult:
+        """Tag ``onnx_model``; ``counted``: each module's call count and first call in one run, where known."""
         from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
         from .helper_sizes import helper_exports, module_calls
         from .module_tree import ModuleTree
@@ -95,7 +100,7 @@ class UsageBasedStrategy(TaggingStrategy):
         module_order = {name: position for position, name in enumerate(tree.names)}
         seeds = resolve_owners(users, data, readers_of, module_order, tree.torch_classes)
         calls = call_numbers(users, seeds, data)
-        call_counts, first_call = module_calls(ctx.model, lambda: ctx.module(*ctx.args))
+        call_counts, first_call = counted if counted and counted[0] else module_calls(ctx.model, lambda: ctx.module(*ctx.args))
         propagation = propagate(
             graph,
             index,
