@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 from modelexport_core.sdk import is_ancestor
 
 from .trace import INPUT_PREFIX, Trace
-from .value_index import ValueIndex, informative, may_be_same, measure, same_values, transposed_measure
+from .value_index import ExactIndex, ValueIndex, informative, may_be_same, measure, same_values, transposed_measure
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,12 +58,14 @@ def _candidates(trace: Trace) -> ValueIndex[int]:
     return index
 
 
-def _parameters(trace: Trace) -> ValueIndex[str]:
-    """Every parameter and buffer by qualified name."""
+def _parameters(trace: Trace) -> tuple[ExactIndex[str], ValueIndex[str]]:
+    """Every parameter and buffer by qualified name: for exact look-ups, and for look-ups within tolerance."""
+    exact: ExactIndex[str] = ExactIndex()
     index: ValueIndex[str] = ValueIndex()
     for name, value in trace.param_values.items():
+        exact.add(name, value)
         index.add(name, value)
-    return index
+    return exact, index
 
 
 ArrayReader = Callable[["onnx.TensorProto"], "np.ndarray"]
@@ -90,19 +92,31 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
     """One pass over the initializers, each read and let go in turn (weights are never all held at once).
 
     A matrix may hold a parameter transposed (the exporter folds ``W.T``): it is looked up
-    both ways.
+    both ways. An exporter stores weights as they are, so parameters holding exactly the
+    initializer's bytes are looked for first; a value the exporter computed (a folded
+    norm) is looked up within the tolerance of float arithmetic.
     """
     from onnx import numpy_helper
 
+    from modelexport_core.sdk import value_checksum
+
     read = read or numpy_helper.to_array
-    index = _parameters(trace)
+    exact, index = _parameters(trace)
     facts = Initializers({}, set(), {})
     for initializer in onnx_model.graph.initializer:
         array = read(initializer)
-        measured = measure(array) if array.dtype.kind in "fciub" else None
-        found = set(index.find(array, measured))
-        if array.ndim == 2 and measured is not None:
-            found.update(index.find(array.T, transposed_measure(measured)))  # a view: nothing copied
+        usable = array.dtype.kind in "fciub" and array.size > 0
+        measured = measure(array) if usable else None
+        found: set[str] = set()
+        if usable:
+            checksum = value_checksum(array)
+            found.update(exact.find(array, checksum))
+            if array.ndim == 2:
+                found.update(exact.find(array.T, checksum))  # a view: nothing copied
+        if not found:
+            found.update(index.find(array, measured))
+            if array.ndim == 2 and measured is not None:
+                found.update(index.find(array.T, transposed_measure(measured)))
         facts.params[initializer.name] = frozenset(found)
         if informative(array, measured[2] if measured is not None else None):
             facts.informative.add(initializer.name)

@@ -9,12 +9,11 @@ it may name just one of several equal tensors.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from modelexport_core.sdk import WRAPPER_ATTRIBUTE
+from modelexport_core.sdk import WRAPPER_ATTRIBUTE, value_checksum
 
 from .transforms import derived_tensors
 
@@ -49,19 +48,6 @@ def owner_module(tensor_qualname: str) -> str:
     return tensor_qualname.rpartition(".")[0]
 
 
-def _checksum(array: "np.ndarray") -> int:
-    """A sum of the value's elements read as unsigned integers (wrapping): exact, and the same for any order
-    of the elements, so a matrix and its transpose have one checksum and neither is copied to compute it."""
-    import numpy as np
-
-    data = np.ascontiguousarray(array)
-    if data.dtype.hasobject or not data.size:
-        return int(hashlib.sha1(data.tobytes()).hexdigest()[:15], 16)
-    width = data.dtype.itemsize
-    unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32}.get(width, np.uint64 if width % 8 == 0 else np.uint8)
-    return int(data.reshape(-1).view(unsigned).sum(dtype=np.uint64))
-
-
 class _ValueKeys:
     """One key per distinct value: arrays are filed under dtype, shape and :func:`_checksum`, and a
     candidate is the same value only if every element is equal. A key is (dtype, shape, checksum, n)."""
@@ -74,7 +60,7 @@ class _ValueKeys:
         yet is filed when ``file``; else (a graph's tensor, not kept) its key ends in -1."""
         import numpy as np
 
-        bucket = (array.dtype.str, tuple(array.shape), _checksum(array) if checksum is None else checksum)
+        bucket = (array.dtype.str, tuple(array.shape), value_checksum(array) if checksum is None else checksum)
         entries = self._buckets[bucket]
         for kept, key in entries:
             if np.array_equal(kept, array):
@@ -156,7 +142,7 @@ class ParameterIndex:
 
     def owners(self, array: "np.ndarray", name: str = "") -> TensorOwners | None:
         """Modules owning ``array``; None when no parameter or buffer equals it."""
-        checksum = _checksum(array)
+        checksum = value_checksum(array)
         keys = [self._keys.key(array, checksum, file=False)]
         if array.ndim == 2:  # the transpose as a view: its checksum is the array's
             keys.append(self._keys.key(array.T, checksum, file=False))
