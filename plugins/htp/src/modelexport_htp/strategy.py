@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     import numpy as np
     import onnx
 
-    from modelexport_core.sdk import StreamedModel
-
     from .project import Projection
     from .trace import Trace
 
@@ -45,9 +43,8 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {first_line(error)}"[:300]
 
 
-def export_plain(ctx: ExportContext, onnx_path: Path, exporter: str) -> "StreamedModel | None":
-    """Export ``ctx.module`` with the named torch exporter, untouched (no tags, no renaming): to ``onnx_path``,
-    or, where the context allows and the TorchScript exporter is used, handed back unwritten."""
+def export_plain(ctx: ExportContext, onnx_path: Path, exporter: str) -> None:
+    """Export ``ctx.module`` with the named torch exporter, untouched (no tags, no renaming)."""
     import logging
     import warnings
 
@@ -60,7 +57,8 @@ def export_plain(ctx: ExportContext, onnx_path: Path, exporter: str) -> "Streame
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if exporter == "torchscript":
-                return export_torchscript(ctx, onnx_path, in_memory=ctx.may_leave_unwritten)
+                export_torchscript(ctx, onnx_path)
+                return
             # below opset 18 the dynamo exporter drops the node metadata PyTorch's records live in
             opset = max(ctx.opset or DEFAULT_DYNAMO_OPSET, DEFAULT_DYNAMO_OPSET)
             program = torch.onnx.export(
@@ -76,7 +74,6 @@ def export_plain(ctx: ExportContext, onnx_path: Path, exporter: str) -> "Streame
             if program is None:  # the dynamo exporter returns its program whenever no file is named
                 raise StrategyFailed("dynamo export returned no program")
             program.save(str(onnx_path))
-            return None
     finally:
         onnx_logger.setLevel(level)
 
@@ -124,7 +121,7 @@ class HTPStrategy(TaggingStrategy):
         failures = []
         for exporter in attempts:
             try:
-                unwritten = export_plain(ctx, onnx_path, exporter)
+                export_plain(ctx, onnx_path, exporter)
                 break
             except StrategyFailed as error:  # already one line, naming the exporter
                 failures.append(str(error))
@@ -134,12 +131,8 @@ class HTPStrategy(TaggingStrategy):
             raise StrategyFailed("; ".join(failures))
         from modelexport_core.sdk import load_graph
 
-        # the graph only: onnxruntime and the initializer reads take the weights from where the exporter put them
-        if unwritten is not None:
-            result = self._tag(ctx, unwritten.model, exporter, weights=unwritten)
-            result.unwritten = unwritten
-        else:
-            result = self._tag(ctx, load_graph(Path(onnx_path)), exporter, source=Path(onnx_path))
+        # the graph only: onnxruntime and the initializer reads take the weights from the file
+        result = self._tag(ctx, load_graph(Path(onnx_path)), exporter, source=Path(onnx_path))
         if failures:
             result.details["exporter_fallback"] = failures
         return result
@@ -152,11 +145,10 @@ class HTPStrategy(TaggingStrategy):
 
     def _tag(
         self, ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, source: Path | None = None,
-        outputs: list[str] | None = None, weights: "StreamedModel | None" = None,
+        outputs: list[str] | None = None,
     ) -> TaggingResult:
         """Trace, run the file in onnxruntime, project; ``source``: the file a weightless graph was read from;
-        ``weights``: the unwritten model ``onnx_model`` is the graph of; ``outputs``: the graph outputs of a
-        file made elsewhere, held to the model's own outputs first."""
+        ``outputs``: the graph outputs of a file made elsewhere, held to the model's own outputs first."""
         from dataclasses import replace
 
         from .fill import tag_nodes
@@ -171,7 +163,7 @@ class HTPStrategy(TaggingStrategy):
             try:
                 varied_ctx = replace(ctx, args=varied)
                 traced = (varied_ctx, trace_execution(varied_ctx),
-                          intermediate_values(onnx_model, ctx.input_names, varied, source, weights))
+                          intermediate_values(onnx_model, ctx.input_names, varied, source))
             except Exception:  # noqa: BLE001 - the model or the file refuses them: the example itself is traced
                 traced = None
         if traced is None:
@@ -180,7 +172,7 @@ class HTPStrategy(TaggingStrategy):
             except Exception as error:  # noqa: BLE001
                 raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
             try:
-                values = intermediate_values(onnx_model, ctx.input_names, ctx.args, source, weights)
+                values = intermediate_values(onnx_model, ctx.input_names, ctx.args, source)
             except Exception as error:  # noqa: BLE001
                 raise StrategyFailed(f"onnxruntime could not run the export: {_one_line(error)}") from error
             traced_ctx = ctx
@@ -188,7 +180,7 @@ class HTPStrategy(TaggingStrategy):
             traced_ctx, trace, values = traced
         if outputs is not None:
             _check_same_function(traced_ctx, [values.get(name) for name in outputs])
-        reader = weights.value if weights is not None else None
+        reader = None
         if source is not None:
             from modelexport_core.sdk import tensor_value
 

@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     import onnx
     import torch
 
-    from modelexport_core.sdk import StreamedModel
-
 
 def _numpy_input(tensor: "torch.Tensor") -> "np.ndarray":
     return tensor.detach().cpu().numpy()
@@ -27,15 +25,13 @@ def intermediate_values(
     input_names: Sequence[str],
     args: Sequence["torch.Tensor"],
     source: "Path | None" = None,
-    weights: "StreamedModel | None" = None,
 ) -> dict[str, "np.ndarray"]:
     """Run ``onnx_model`` on ``args`` and return the value of every node output (by value name).
 
     Every node output is made a graph output so that nothing is optimised away; values
     onnxruntime cannot produce are simply missing from the result. ``source``: the file a
     graph read with ``load_graph`` came from; its weights are then read by onnxruntime from
-    there, never copied through Python. ``weights``: the unwritten model ``onnx_model`` is the
-    graph of; onnxruntime then computes with its weights where they lie in memory.
+    there, never copied through Python.
     """
     import onnx
     import onnxruntime as ort
@@ -51,14 +47,13 @@ def intermediate_values(
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
-    # one run: packing weights for faster matmuls, and threads spinning between ops, cost more than they save
+    # one run: packing weights for faster matmuls (a second copy of each), and threads spinning between ops,
+    # cost more than they save
     options.add_session_config_entry("session.disable_prepacking", "1")
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     providers = ["CPUExecutionProvider"]
     try:
-        if weights is not None:
-            session = _session_over(onnx_model, weights, options, providers)
-        elif source is not None:
+        if source is not None:
             from modelexport_core.sdk import stub_file
 
             with stub_file(onnx_model, source, "htp-values") as path:
@@ -73,30 +68,3 @@ def intermediate_values(
     results = session.run(names, feeds)
     del session
     return dict(zip(names, results))
-
-
-def _session_over(onnx_model: "onnx.ModelProto", weights: "StreamedModel", options: object, providers: list[str]) -> object:
-    """A session of ``onnx_model`` whose weights onnxruntime takes from ``weights``' memory, not from a file:
-    each initializer without its data is declared external and handed over as an array (a view, no copy)."""
-    import onnx
-    import onnxruntime as ort
-
-    graph = onnx.ModelProto()
-    graph.CopyFrom(onnx_model)
-    names, arrays = [], []
-    for tensor in graph.graph.initializer:
-        if tensor.data_location == onnx.TensorProto.EXTERNAL or _holds_data(tensor):
-            continue
-        names.append(tensor.name)
-        arrays.append(weights.value(tensor))
-        tensor.data_location = onnx.TensorProto.EXTERNAL
-        tensor.external_data.add(key="location", value="in-memory")  # never read: every one is handed over
-    options.add_external_initializers(names, [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays])  # type: ignore[attr-defined]
-    session = ort.InferenceSession(graph.SerializeToString(), options, providers=providers)
-    session._htp_weights = arrays  # type: ignore[attr-defined]  # alive as long as the session
-    return session
-
-
-def _holds_data(tensor: "onnx.TensorProto") -> bool:
-    return bool(tensor.raw_data or tensor.float_data or tensor.int32_data or tensor.string_data or tensor.int64_data
-                or tensor.double_data or tensor.uint64_data)
