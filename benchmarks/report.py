@@ -30,7 +30,12 @@ class Run:
 
 
 def measure(command: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> Run:
-    """Run ``command`` as a child; wall time around it, its peak RSS and CPU time from ``wait4`` (its own, not a max)."""
+    """Run ``command`` as a child; wall time around it, its peak RSS and CPU time from ``wait4`` (its own, not a max).
+
+    Every run starts with the page cache written back (``sync``, untimed): the gigabytes the previous run
+    wrote would otherwise be flushed while this one writes, and charged to whichever run came second.
+    """
+    os.sync()
     with tempfile.TemporaryFile() as errors:
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd,
