@@ -58,14 +58,29 @@ def _candidates(trace: Trace) -> ValueIndex[int]:
     return index
 
 
-def _parameters(trace: Trace) -> tuple[ExactIndex[str], ValueIndex[str]]:
+class _NearParameters:
+    """Parameters and buffers looked up within tolerance, filed shape by shape when a look-up first needs one
+    (most weights are found by their exact bytes, and their parameters need not be measured at all)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._by_shape: dict[tuple[int, ...], list[tuple[str, "np.ndarray"]]] = {}
+        for name, value in trace.param_values.items():
+            if hasattr(value, "shape"):
+                self._by_shape.setdefault(tuple(value.shape), []).append((name, value))
+        self._index: ValueIndex[str] = ValueIndex()
+
+    def find(self, value: "np.ndarray", measured: tuple[tuple, float, float] | None) -> list[str]:
+        for name, parameter in self._by_shape.pop(tuple(value.shape), []):
+            self._index.add(name, parameter)
+        return self._index.find(value, measured)
+
+
+def _parameters(trace: Trace) -> tuple[ExactIndex[str], _NearParameters]:
     """Every parameter and buffer by qualified name: for exact look-ups, and for look-ups within tolerance."""
     exact: ExactIndex[str] = ExactIndex()
-    index: ValueIndex[str] = ValueIndex()
     for name, value in trace.param_values.items():
         exact.add(name, value)
-        index.add(name, value)
-    return exact, index
+    return exact, _NearParameters(trace)
 
 
 ArrayReader = Callable[["onnx.TensorProto"], "np.ndarray"]
