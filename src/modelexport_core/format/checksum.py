@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Hashable, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
+
+Key = TypeVar("Key", bound=Hashable)
 
 
 def value_checksum(array: "np.ndarray") -> int:
@@ -24,3 +26,30 @@ def value_checksum(array: "np.ndarray") -> int:
     width = data.dtype.itemsize
     unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32}.get(width, np.uint64 if width % 8 == 0 else np.uint8)
     return int(data.reshape(-1).view(unsigned).sum(dtype=np.uint64))
+
+
+class ExactValues(Generic[Key]):
+    """Values filed for exact look-ups under dtype, shape and :func:`value_checksum`; a candidate found there
+    is the same value only if every element is equal. A transposed view of a matrix finds the array it was
+    taken from without being copied (its checksum is the array's)."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[tuple, list[tuple[Key, "np.ndarray"]]] = {}
+
+    @staticmethod
+    def _bucket(value: "np.ndarray", checksum: int | None) -> tuple:
+        return value.dtype.str, tuple(value.shape), value_checksum(value) if checksum is None else checksum
+
+    def add(self, key: Key, value: "np.ndarray", checksum: int | None = None) -> None:
+        self._buckets.setdefault(self._bucket(value, checksum), []).append((key, value))
+
+    def find(self, value: "np.ndarray", checksum: int | None = None) -> list[Key]:
+        """Keys of the values equal to ``value`` element for element, in the order they were added."""
+        import numpy as np
+
+        return [key for key, kept in self._buckets.get(self._bucket(value, checksum), [])
+                if np.array_equal(kept, value)]
+
+    def filed(self, value: "np.ndarray", checksum: int | None = None) -> int:
+        """How many values share ``value``'s dtype, shape and checksum (equal to it or not)."""
+        return len(self._buckets.get(self._bucket(value, checksum), []))

@@ -412,7 +412,6 @@ class StreamedModel:
         memory (:attr:`raw`), else a copy."""
         import io
 
-        import onnx
         from onnx import numpy_helper
 
         position = self._positions.get(tensor.name)
@@ -427,10 +426,7 @@ class StreamedModel:
             return shared
         buffer = io.BytesIO()
         write(buffer)
-        full = onnx.TensorProto()
-        full.CopyFrom(tensor)
-        full.raw_data = buffer.getvalue()
-        return numpy_helper.to_array(full)
+        return _with_raw_data(tensor, buffer.getvalue())
 
     def write(self, target: Path) -> None:
         """Write the file (initializers as ``model`` names them now), then let go of the weights."""
@@ -526,6 +522,14 @@ def tensor_value(tensor: "onnx.TensorProto", base_dir: Path) -> "np.ndarray":
     with open(Path(base_dir) / info["location"], "rb") as stream:
         stream.seek(int(info.get("offset", 0)))
         data = stream.read(int(info["length"])) if "length" in info else stream.read()
+    return _with_raw_data(tensor, data)
+
+
+def _with_raw_data(tensor: "onnx.TensorProto", data: bytes) -> "np.ndarray":
+    """The value of ``tensor`` (a header without its data, or one referring to external data) given its raw bytes."""
+    import onnx
+    from onnx import numpy_helper
+
     inline = onnx.TensorProto()
     inline.CopyFrom(tensor)
     inline.ClearField("external_data")

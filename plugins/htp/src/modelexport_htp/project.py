@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Callable
 from modelexport_core.sdk import is_ancestor
 
 from .trace import INPUT_PREFIX, Trace
-from .value_index import ExactIndex, ValueIndex, informative, may_be_same, measure, same_values, transposed_measure
+from .value_index import ValueIndex, informative, may_be_same, measure, same_values, transposed_measure
 
 if TYPE_CHECKING:
     import numpy as np
     import onnx
+
+    from modelexport_core.sdk import ExactValues
 
 
 SHAPE_OP = "Shape"
@@ -75,11 +77,14 @@ class _NearParameters:
         return self._index.find(value, measured)
 
 
-def _parameters(trace: Trace) -> tuple[ExactIndex[str], _NearParameters]:
+def _parameters(trace: Trace) -> tuple["ExactValues[str]", _NearParameters]:
     """Every parameter and buffer by qualified name: for exact look-ups, and for look-ups within tolerance."""
-    exact: ExactIndex[str] = ExactIndex()
+    from modelexport_core.sdk import ExactValues
+
+    exact: ExactValues[str] = ExactValues()
     for name, value in trace.param_values.items():
-        exact.add(name, value)
+        if hasattr(value, "dtype") and value.dtype.kind in "fciub" and value.size:
+            exact.add(name, value)
     return exact, _NearParameters(trace)
 
 

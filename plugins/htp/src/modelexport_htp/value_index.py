@@ -16,8 +16,6 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from typing import TYPE_CHECKING, Generic, Hashable, Iterable, TypeVar
 
-from modelexport_core.sdk import value_checksum
-
 if TYPE_CHECKING:
     import numpy as np
 
@@ -247,21 +245,3 @@ class ValueIndex(Generic[Key]):
                     found.setdefault(key, position)
         return sorted(found)
 
-
-class ExactIndex(Generic[Key]):
-    """Values found by exact equality, filed under dtype, shape and an order-free checksum: a transposed
-    view of a matrix finds the array it was taken from without being copied."""
-
-    def __init__(self) -> None:
-        self._entries: dict[tuple, list[tuple[Key, "np.ndarray"]]] = defaultdict(list)
-
-    def add(self, key: Key, value: "np.ndarray") -> None:
-        if hasattr(value, "dtype") and value.dtype.kind in "fciub" and value.size:
-            self._entries[(value.dtype.str, tuple(value.shape), value_checksum(value))].append((key, value))
-
-    def find(self, value: "np.ndarray", checksum: int) -> list[Key]:
-        """Keys of the values equal to ``value`` element for element; ``checksum``: its ``value_checksum``."""
-        import numpy as np
-
-        entries = self._entries.get((value.dtype.str, tuple(value.shape), checksum), [])
-        return sorted(key for key, kept in entries if np.array_equal(kept, value))

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from modelexport_core.sdk import WRAPPER_ATTRIBUTE, value_checksum
+from modelexport_core.sdk import WRAPPER_ATTRIBUTE, ExactValues, value_checksum
 
 from .transforms import derived_tensors
 
@@ -49,26 +49,24 @@ def owner_module(tensor_qualname: str) -> str:
 
 
 class _ValueKeys:
-    """One key per distinct value: arrays are filed under dtype, shape and :func:`_checksum`, and a
-    candidate is the same value only if every element is equal. A key is (dtype, shape, checksum, n)."""
+    """One key per distinct value, (dtype, shape, checksum, n): the n-th distinct value filed with that dtype,
+    shape and :func:`~modelexport_core.sdk.value_checksum`."""
 
     def __init__(self) -> None:
-        self._buckets: dict[tuple, list[tuple["np.ndarray", tuple]]] = defaultdict(list)
+        self._values: ExactValues[tuple] = ExactValues()
 
     def key(self, array: "np.ndarray", checksum: int | None = None, file: bool = True) -> tuple:
         """The key of ``array`` (which may be a transposed view; ``checksum`` if known). A value not filed
         yet is filed when ``file``; else (a graph's tensor, not kept) its key ends in -1."""
-        import numpy as np
-
-        bucket = (array.dtype.str, tuple(array.shape), value_checksum(array) if checksum is None else checksum)
-        entries = self._buckets[bucket]
-        for kept, key in entries:
-            if np.array_equal(kept, array):
-                return key
+        checksum = value_checksum(array) if checksum is None else checksum
+        found = self._values.find(array, checksum)
+        if found:
+            return found[0]
+        bucket = (array.dtype.str, tuple(array.shape), checksum)
         if not file:
             return (*bucket, -1)
-        key = (*bucket, len(entries))
-        entries.append((array, key))
+        key = (*bucket, self._values.filed(array, checksum))
+        self._values.add(key, array, checksum)
         return key
 
 
