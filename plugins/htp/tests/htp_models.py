@@ -192,6 +192,129 @@ class FadingConvs(nn.Module):
         return self.head(self.stages(x).mean(dim=(2, 3)))
 
 
+class ChannelScale(nn.Module):
+    """A per-channel scale held as ``(C,)`` and applied as ``(C, 1, 1)``: the exporter stores it reshaped."""
+
+    def __init__(self, channels: int, value: float = 1e-5):
+        super().__init__()
+        self.scale = nn.Parameter(torch.full((channels,), value))
+
+    def forward(self, x):
+        return x * self.scale.view(-1, 1, 1)
+
+
+class PoolMixer(nn.Module):
+    """A parameter-free mixer: on a 1x1 map its result is exactly zero."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.AvgPool2d(3, 1, 1, count_include_pad=False)
+
+    def forward(self, x):
+        return self.pool(x) - x
+
+
+class PointMlp(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, 2 * channels, 1)
+        self.act = nn.GELU()
+        self.fc2 = nn.Conv2d(2 * channels, channels, 1)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class NearIdentityBlock(nn.Module):
+    """Two residual branches scaled by 1e-5 at initialisation, each after a norm holding ones and zeros:
+    the block's output equals its input within float rounding, and both norms compute the same values."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.norm1 = nn.GroupNorm(1, channels)
+        self.mixer = PoolMixer()
+        self.scale1 = ChannelScale(channels)
+        self.norm2 = nn.GroupNorm(1, channels)
+        self.mlp = PointMlp(channels)
+        self.scale2 = ChannelScale(channels)
+
+    def forward(self, x):
+        x = x + self.scale1(self.mixer(self.norm1(x)))
+        return x + self.scale2(self.mlp(self.norm2(x)))
+
+
+class NearIdentityStages(nn.Module):
+    """Near-identity blocks on a 4x4 map, then (after a strided convolution) on a 1x1 map."""
+
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.first = nn.Sequential(NearIdentityBlock(channels), NearIdentityBlock(channels))
+        self.down = nn.Conv2d(channels, 2 * channels, 4, stride=4)
+        self.second = nn.Sequential(NearIdentityBlock(2 * channels), NearIdentityBlock(2 * channels))
+        self.head = nn.Linear(2 * channels, 3)
+
+    def forward(self, x):
+        x = self.second(self.down(self.first(x)))
+        return self.head(x.flatten(1))
+
+
+class LinearNorm(nn.Module):
+    """A linear layer and a batch norm over the tokens of every sequence, shaped back like its input."""
+
+    def __init__(self, width_in: int, width_out: int, norm_weight: float = 1.0):
+        super().__init__()
+        self.linear = nn.Linear(width_in, width_out, bias=False)
+        self.bn = nn.BatchNorm1d(width_out)
+        nn.init.constant_(self.bn.weight, norm_weight)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return self.bn(y.flatten(0, 1)).reshape_as(y)
+
+
+class ZeroBranchBlock(nn.Module):
+    """A residual block whose branch ends in a norm with zero weights (as many models initialise them):
+    its output is exactly its input. It reads its input's shape."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.mix = LinearNorm(width, 2 * width)
+        self.act = nn.Hardswish()
+        self.proj = LinearNorm(2 * width, width, norm_weight=0.0)
+
+    def forward(self, x):
+        batch, tokens, width = x.shape
+        mixed = self.act(self.mix(x)).reshape(batch, tokens, 2 * width)
+        return x + self.proj(mixed)
+
+
+class ZeroBranchStack(nn.Module):
+    def __init__(self, width: int = 16, depth: int = 3):
+        super().__init__()
+        self.embed = LinearNorm(width, width)
+        self.blocks = nn.Sequential(*[ZeroBranchBlock(width) for _ in range(depth)])
+
+    def forward(self, x):
+        return self.blocks(self.embed(x))
+
+
+class FaintConvs(nn.Module):
+    """Convolutions with tiny weights before GELU: on such small values GELU's partial product
+    ``x * (1 + erf(x / sqrt 2))`` equals ``x`` within float rounding."""
+
+    def __init__(self, channels: int = 8, depth: int = 2):
+        super().__init__()
+        self.blocks = nn.Sequential(*[PointMlp(channels) for _ in range(depth)])
+        for block in self.blocks:
+            for conv in (block.fc1, block.fc2):
+                with torch.no_grad():
+                    conv.weight.mul_(1e-3)
+                    conv.bias.mul_(1e-3)
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -229,6 +352,18 @@ def parent_code():
 
 def fading_convs():
     return _seeded(FadingConvs, ("x", (2, 8, 8, 8)))
+
+
+def near_identity_stages():
+    return _seeded(NearIdentityStages, ("x", (2, 8, 4, 4)))
+
+
+def zero_branch_stack():
+    return _seeded(ZeroBranchStack, ("x", (2, 4, 16)))
+
+
+def faint_convs():
+    return _seeded(FaintConvs, ("x", (2, 8, 4, 4)))
 
 
 def _transformers_model(config_class: str, model_class: str, **config):
@@ -273,4 +408,7 @@ CUSTOM_CASES: dict = {
     "identical_siblings": identical_siblings,
     "parent_code": parent_code,
     "fading_convs": fading_convs,
+    "near_identity_stages": near_identity_stages,
+    "zero_branch_stack": zero_branch_stack,
+    "faint_convs": faint_convs,
 }

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 import torch
 from htp_support import build
 
 from modelexport_core import make_context
+from modelexport_core.sdk import export_torchscript
 from modelexport_htp.trace import trace_execution
 
 pytestmark = pytest.mark.unit  # the fast tier, run first
@@ -48,7 +52,7 @@ def test_ancestors_follow_data_flow_only():
     ancestors = trace.ancestors()
     left = [r.index for r in trace.records if r.module.startswith("left")]
     right = [r.index for r in trace.records if r.module.startswith("right")]
-    assert not any(ancestors[r] >> l & 1 for r in right for l in left)
+    assert not any(ancestors[r] >> left_call & 1 for r in right for left_call in left)
 
 
 def test_a_matrix_is_measured_once_for_both_ways_it_is_looked_up():
@@ -63,3 +67,40 @@ def test_a_matrix_is_measured_once_for_both_ways_it_is_looked_up():
     index.add("other", np.ascontiguousarray(weight.T) + 1)
     assert index.find(weight.T, transposed_measure(measure(weight))) == ["stored transposed"]  # a view, not a copy
     assert index.find(weight) == []
+
+
+def test_a_faded_value_is_a_candidate_for_every_output_of_its_shape():
+    """Subnormal values are flushed differently by each runtime: their elements say nothing, so every
+    recorded output of the shape stays a candidate and data flow decides."""
+    import numpy as np
+
+    from modelexport_htp.value_index import ValueIndex, faded
+
+    tiny = np.full((4, 8), 1e-41, dtype=np.float32)
+    flushed = np.zeros((4, 8), dtype=np.float32)
+    assert faded(tiny) and faded(flushed) and not faded(np.full((4, 8), 1e-30, dtype=np.float32))
+    index: ValueIndex[int] = ValueIndex()
+    index.add(1, tiny)
+    index.add(2, np.ones((4, 8), dtype=np.float32))
+    index.add(3, np.ones((4, 9), dtype=np.float32))
+    assert index.find(flushed) == []  # not equal within tolerance ...
+    assert index.of_shape(flushed) == [1, 2]  # ... but of the same shape
+
+
+def test_a_parameter_reshaped_to_broadcast_is_found_as_its_parameter():
+    """The exporter stores a ``(C,)`` scale applied as ``(C, 1, 1)`` as a new ``(C, 1, 1)`` initializer."""
+    import onnx
+
+    from modelexport_htp.project import read_initializers
+
+    model, inputs = build("near_identity_stages")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "m.onnx"
+        ctx = make_context(model, inputs)
+        export_torchscript(ctx, path)
+        graph = onnx.load(str(path))
+    trace = trace_execution(ctx)
+    facts = read_initializers(graph, trace)
+    shaped = [name for name in facts.params if name.startswith("onnx::Mul")]
+    assert shaped and all(any(p.endswith(".scale") or p.endswith(".weight") for p in facts.params[name])
+                          for name in shaped), {name: facts.params[name] for name in shaped}

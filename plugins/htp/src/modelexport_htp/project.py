@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 from modelexport_core.sdk import is_ancestor
 
 from .trace import INPUT_PREFIX, Trace
-from .value_index import ValueIndex, informative, may_be_same, measure, same_values, transposed_measure
+from .value_index import ValueIndex, faded, informative, may_be_same, measure, same_values, transposed_measure
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,6 +69,9 @@ class _NearParameters:
         for name, value in trace.param_values.items():
             if hasattr(value, "shape"):
                 self._by_shape.setdefault(tuple(value.shape), []).append((name, value))
+                squeezed = _squeezed(value)
+                if squeezed is not None:
+                    self._by_shape.setdefault(tuple(squeezed.shape), []).append((name, squeezed))
         self._index: ValueIndex[str] = ValueIndex()
 
     def find(self, value: "np.ndarray", measured: tuple[tuple, float, float] | None) -> list[str]:
@@ -85,7 +88,18 @@ def _parameters(trace: Trace) -> tuple["ExactValues[str]", _NearParameters]:
     for name, value in trace.param_values.items():
         if hasattr(value, "dtype") and value.dtype.kind in "fciub" and value.size:
             exact.add(name, value)
+            squeezed = _squeezed(value)
+            if squeezed is not None:
+                exact.add(name, squeezed)
     return exact, _NearParameters(trace)
+
+
+def _squeezed(value: "np.ndarray") -> "np.ndarray | None":
+    """``value`` without its axes of size 1 (a view), where it has some and at least two elements: a parameter
+    the exporter reshaped to broadcast (a per-channel scale stored as ``(C, 1, 1)``) holds the same elements."""
+    if not hasattr(value, "shape") or value.size < 2 or 1 not in value.shape:
+        return None
+    return value.reshape(tuple(size for size in value.shape if size != 1))
 
 
 ArrayReader = Callable[["onnx.TensorProto"], "np.ndarray"]
@@ -112,7 +126,8 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
     """One pass over the initializers, each read and let go in turn (weights are never all held at once).
 
     A matrix may hold a parameter transposed (the exporter folds ``W.T``): it is looked up
-    both ways. An exporter stores weights as they are, so parameters holding exactly the
+    both ways, and a tensor with axes of size 1 also without them (a per-channel parameter
+    reshaped to broadcast). An exporter stores weights as they are, so parameters holding exactly the
     initializer's bytes are looked for first; a value the exporter computed (a folded
     norm) is looked up within the tolerance of float arithmetic.
     """
@@ -137,6 +152,11 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
             found.update(index.find(array, measured))
             if array.ndim == 2 and measured is not None:
                 found.update(index.find(array.T, transposed_measure(measured)))
+        squeezed = _squeezed(array) if usable else None
+        if not found and squeezed is not None:  # a parameter the exporter reshaped to broadcast
+            found.update(exact.find(squeezed))
+            if not found:
+                found.update(index.find(squeezed, measure(squeezed)))
         facts.params[initializer.name] = frozenset(found)
         if informative(array, measured[2] if measured is not None else None):
             facts.informative.add(initializer.name)
@@ -169,6 +189,8 @@ def project(
         if value.name in inputs:
             anchors[value.name] = frozenset([frozenset([inputs[value.name]])])
     used_records: set[int] = set()
+    used_bits = 0  # the same, as a bit set
+    param_calls = sum(1 << r.index for r in trace.records if r.params and dependent[r.index])
     projection = Projection(initializer_params=params_of, small_initializers=initializers.small)
     telling = initializers.informative
     shape_reads: dict[int, list[int]] = {}
@@ -189,21 +211,25 @@ def project(
             found: list[tuple[int, int, int, int]] = []
             if node.op_type == SHAPE_OP:
                 shape_reads[node_index] = _shape_reads(
-                    candidates.find(value, measured) if value is not None else [], frontier, trace, used_records
+                    candidates.find(value, measured) if value is not None else [], frontier, trace, used_records,
+                    ancestors,
                 )
                 found = [(shape_reads[node_index][0], 1, 0, 0)] if shape_reads[node_index] else []
             elif value is not None and informative(value, own_scale):
                 found = _plausible(
                     candidates.find(value, measured), frontier, latest, held, trace, ancestors, dependent, folds,
-                    reads_shape=node.op_type == SHAPE_OP,
+                    reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
                 )
                 if len(found) > 1:
                     projection.ambiguous += 1
                 elif not found:
                     projection.unmatched_values += 1
             elif value is not None and getattr(value, "size", 0) >= 2 and frontier:
+                # a faded value may equal any output of its shape: data flow and parameters decide alone
+                same = candidates.of_shape(value, measured) if faded(value, own_scale) else \
+                    candidates.find(value, measured)
                 plausible = _plausible(
-                    candidates.find(value, measured), frontier, latest, held, trace, ancestors, dependent,
+                    same, frontier, latest, held, trace, ancestors, dependent,
                     reads_shape=node.op_type == SHAPE_OP,
                 )
                 folded_shapes = {
@@ -223,6 +249,7 @@ def project(
             else:
                 anchors[output] = frozenset([frozenset(c[0] for c in found)])
             used_records.add(chosen)
+            used_bits |= 1 << chosen
             projection.matched.setdefault(node_index, chosen)
             if frontier and folds:
                 first = _first_folded_call(chosen, frontier, used_records, trace)
@@ -234,13 +261,15 @@ def project(
 
 
 def _shape_reads(
-    found: list[int], frontier: set[frozenset[int]], trace: Trace, used: set[int]
+    found: list[int], frontier: set[frozenset[int]], trace: Trace, used: set[int], ancestors: list[int]
 ) -> list[int]:
     """For a node reading a shape: the recorded reads of the very tensor the node reads, in order.
 
     Reads of other tensors of the same shape (later in the data flow) do not count, except
-    tensors no node was matched to that hold the same values as the one read: the exporter
-    merged their equal computations into one node.
+    tensors no node was matched to that hold the same values as the one read without being
+    computed from it: the exporter merged their equal computations into one node. (A tensor
+    computed from the one read that holds the same values, a block whose branch adds zeros,
+    is a later value, not a copy.)
     """
     upstream = {record for group in frontier if len(group) == 1 for record in group}
     records = trace.records
@@ -258,7 +287,7 @@ def _shape_reads(
         )
 
     def merged_copy(record: int) -> bool:
-        return record not in used and any(same(record, u) for u in upstream)
+        return record not in used and any(not ancestors[record] >> u & 1 and same(record, u) for u in upstream)
 
     return sorted(
         index for index in found
@@ -417,6 +446,7 @@ def _plausible(
     dependent: list[bool],
     folds: bool = False,
     reads_shape: bool = False,
+    skipped_params: int = 0,
 ) -> list[tuple[int, int, int, int]]:
     """The calls that could have produced a node's output: (record, inputs covered, parameters shared, distance).
 
@@ -430,7 +460,10 @@ def _plausible(
     first call that depends on no input either. Calls exporters write no node for
     (dropout in eval, ``contiguous``) count only when nothing else holds the value. A call
     reading parameters of which the node holds none (and no tensor that could be their fold)
-    counts as sharing less than none: the exporter folded it into an earlier node. Reads of a
+    counts as sharing less than none: the exporter folded it into an earlier node. So does a call
+    the node could only stand for by having also performed, between its inputs' calls and it, a call
+    that depends on the inputs, reads parameters and no node was matched to (``skipped_params``, a bit
+    set): the node would hold those parameters. Reads of a
     tensor's shape match only nodes reading a shape (``reads_shape``), and those nothing else.
     """
     eligible = [index for index in found if trace.records[index].shape_read == reads_shape]
@@ -448,11 +481,17 @@ def _plausible(
         covered = [
             max(f for f in group if f == index or ancestors[index] >> f & 1)
             for group in frontier
-            if any((f == index and shared) or ancestors[index] >> f & 1 for f in group)
+            if any((f == index and shared > 0) or ancestors[index] >> f & 1 for f in group)
         ]
+        if covered and shared == 0 and not folds and skipped_params:
+            known = 0
+            for call in covered:
+                known |= ancestors[call] | 1 << call
+            if ancestors[index] & ~known & skipped_params:
+                shared = -1
         distance = index - max(covered) if covered else index - latest
         entry = (index, len(covered), shared, distance)
-        if covered and (index > latest or (frozenset([index]) in frontier and shared)):
+        if covered and (index > latest or (frozenset([index]) in frontier and shared > 0)):
             causal.append(entry)
         elif covered:
             descending.append(entry)

@@ -83,6 +83,14 @@ def informative(array: "np.ndarray", own_scale: float | None = None) -> bool:
     return not bool(np.all(flat == flat[0]))
 
 
+def faded(array: "np.ndarray", own_scale: float | None = None) -> bool:
+    """Whether a float value has faded below float32's normal range (zeros and subnormals, as random weights
+    may make activations layer after layer): runtimes flush such numbers differently, so its elements tell
+    neither where it came from nor whether it equals another value of its shape."""
+    return (hasattr(array, "dtype") and array.dtype.kind == "f" and array.size > 0
+            and (scale(array) if own_scale is None else own_scale) < TINY)
+
+
 def scale(array: "np.ndarray") -> float:
     """The largest finite magnitude of a float value, capped at one (1 for other kinds)."""
     import numpy as np
@@ -218,6 +226,13 @@ class ValueIndex(Generic[Key]):
                 if large else None
             )
         return self._sorted[bucket]
+
+    def of_shape(self, value: "np.ndarray", measured: tuple[tuple, float, float] | None = None) -> list[Key]:
+        """Keys of every value of ``value``'s shape, element kind and count of non-finite elements, sorted."""
+        if not hasattr(value, "dtype") or value.dtype.kind not in "fciub":
+            return []
+        bucket = (measured or measure(value))[0]
+        return sorted({key for entry in self._bucket(bucket)[1] for key in entry[1]})
 
     def find(self, value: "np.ndarray", measured: tuple[tuple, float, float] | None = None) -> list[Key]:
         """Keys of the values equal to ``value``, sorted, each once; ``measured``: its :func:`measure`, if known."""
