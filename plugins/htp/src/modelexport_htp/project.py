@@ -116,6 +116,9 @@ class Initializers:
     """Initializers (and Identities of them) whose values say which parameter they are: not all one number."""
     small: dict[str, "np.ndarray"]
     """The values of initializers of at most ``SMALL_SIZE`` elements (scalars and shapes)."""
+    computed: set[str] = field(default_factory=set)
+    """Initializers (and Identities of them) equal to no parameter exactly: the exporter computed them
+    (a convolution's weights with the normalisation after it folded in)."""
 
 
 SMALL_SIZE = 8
@@ -148,6 +151,7 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
             found.update(exact.find(array, checksum))
             if array.ndim == 2:
                 found.update(exact.find(array.T, checksum))  # a view: nothing copied
+        exactly = bool(found)
         if not found:
             found.update(index.find(array, measured))
             if array.ndim == 2 and measured is not None:
@@ -155,9 +159,12 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
         squeezed = _squeezed(array) if usable else None
         if not found and squeezed is not None:  # a parameter the exporter reshaped to broadcast
             found.update(exact.find(squeezed))
+            exactly = bool(found)
             if not found:
                 found.update(index.find(squeezed, measure(squeezed)))
         facts.params[initializer.name] = frozenset(found)
+        if usable and not exactly:
+            facts.computed.add(initializer.name)
         if informative(array, measured[2] if measured is not None else None):
             facts.informative.add(initializer.name)
         if array.size <= SMALL_SIZE:
@@ -167,6 +174,8 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
             facts.params[node.output[0]] = facts.params[node.input[0]]
             if node.input[0] in facts.informative:
                 facts.informative.add(node.output[0])
+            if node.input[0] in facts.computed:
+                facts.computed.add(node.output[0])
     return facts
 
 
@@ -195,6 +204,11 @@ def project(
     telling = initializers.informative
     shape_reads: dict[int, list[int]] = {}
     shapes = _initializer_shapes(onnx_model)
+    derived = _parameter_derived(graph)
+    computed = initializers.computed
+    carried: dict[str, tuple[frozenset[str], bool]] = {}
+    reach: dict[str, tuple[frozenset[str], bool]] = {}
+    node_holds: dict[int, tuple[frozenset[str], bool]] = {}
 
     for node_index, node in enumerate(graph.node):
         frontier: set[frozenset[int]] = set()
@@ -203,6 +217,18 @@ def project(
         latest = max((next(iter(g)) for g in frontier if len(g) == 1), default=-1)
         held = [params_of[name] for name in node.input if params_of.get(name)]
         folds = any(params_of.get(name) == frozenset() for name in node.input)
+        may_hold = folds or any(name in derived for name in node.input)  # or a tensor computed from weights
+        # what this node and the unmatched nodes feeding it since the frontier hold: the pieces of one
+        # call the exporter split (an LSTM node, then the squeeze and transpose giving the call's value);
+        # only weights whose values say which parameter they are count (a zero bias equals every zero bias)
+        identifying = [params_of[name] for name in node.input if params_of.get(name) and name in telling]
+        holds_params = frozenset().union(*identifying, *(carried[name][0] for name in node.input if name in carried))
+        holds_fold = may_hold or any(carried[name][1] for name in node.input if name in carried)
+        node_holds[node_index] = (holds_params, holds_fold)
+        # the same, with the matched nodes these start from: a call skipped on the way to a candidate may
+        # have been folded into one of them (a batch norm into the convolution before it)
+        around = (frozenset().union(*identifying, *(reach[name][0] for name in node.input if name in reach)),
+                  may_hold or any(reach[name][1] for name in node.input if name in reach))
         for output in node.output:
             value = values.get(output)
             measured = measure(value) if value is not None and getattr(value, "dtype", None) is not None \
@@ -217,8 +243,9 @@ def project(
                 found = [(shape_reads[node_index][0], 1, 0, 0)] if shape_reads[node_index] else []
             elif value is not None and informative(value, own_scale):
                 found = _plausible(
-                    candidates.find(value, measured), frontier, latest, held, trace, ancestors, dependent, folds,
+                    candidates.find(value, measured), frontier, latest, held, trace, ancestors, dependent, may_hold,
                     reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
+                    holds=node_holds[node_index], holds_around=around,
                 )
                 if len(found) > 1:
                     projection.ambiguous += 1
@@ -229,8 +256,8 @@ def project(
                 same = candidates.of_shape(value, measured) if faded(value, own_scale) else \
                     candidates.find(value, measured)
                 plausible = _plausible(
-                    same, frontier, latest, held, trace, ancestors, dependent,
-                    reads_shape=node.op_type == SHAPE_OP,
+                    same, frontier, latest, held, trace, ancestors, dependent, may_hold,
+                    reads_shape=node.op_type == SHAPE_OP, holds=node_holds[node_index],
                 )
                 folded_shapes = {
                     shapes[name] for name in node.input if params_of.get(name) == frozenset() and name in telling
@@ -238,7 +265,10 @@ def project(
                 found = _direct_readers([c[0] for c in plausible], frontier, trace, used_records, held, folded_shapes)
             if not found:
                 anchors[output] = frozenset(frontier)
+                carried[output] = node_holds[node_index]
+                reach[output] = around
                 continue
+            reach[output] = (frozenset().union(*identifying), any(name in computed for name in node.input))
             # a call already matched stays eligible for the node reading its output and its parameters
             # (the bias added after a matrix product whose output already equalled the call's)
             chosen = min(found, key=lambda c: (
@@ -255,9 +285,24 @@ def project(
                 first = _first_folded_call(chosen, frontier, used_records, trace)
                 if first is not None:
                     projection.folded.setdefault(node_index, first)
-    _align_backwards(graph, values, trace, projection, used_records)
+    _align_backwards(graph, values, trace, projection, used_records, node_holds)
     _last_reads_before_use(graph, projection, shape_reads, trace)
     return projection
+
+
+def _parameter_derived(graph: "onnx.GraphProto") -> set[str]:
+    """The values computed from initializers alone (a weight cast, transposed or reshaped by nodes of its own),
+    none of them from a graph input."""
+    initializers = {tensor.name for tensor in graph.initializer}
+    dependent = {value.name for value in graph.input if value.name not in initializers}
+    derived: set[str] = set()
+    for node in graph.node:
+        names = [name for name in node.input if name]
+        if any(name in dependent for name in names):
+            dependent.update(node.output)
+        elif any(name in initializers or name in derived for name in names):
+            derived.update(node.output)
+    return derived
 
 
 def _shape_reads(
@@ -447,6 +492,8 @@ def _plausible(
     folds: bool = False,
     reads_shape: bool = False,
     skipped_params: int = 0,
+    holds: tuple[frozenset[str], bool] = (frozenset(), True),
+    holds_around: tuple[frozenset[str], bool] = (frozenset(), True),
 ) -> list[tuple[int, int, int, int]]:
     """The calls that could have produced a node's output: (record, inputs covered, parameters shared, distance).
 
@@ -459,11 +506,17 @@ def _plausible(
     A node that depends on no input (the exporter folded it into constants) matches the
     first call that depends on no input either. Calls exporters write no node for
     (dropout in eval, ``contiguous``) count only when nothing else holds the value. A call
-    reading parameters of which the node holds none (and no tensor that could be their fold)
-    counts as sharing less than none: the exporter folded it into an earlier node. So does a call
+    reading parameters of which the node holds none, nor any tensor that could be their fold or
+    is computed from initializers (``folds``), counts as sharing less than none: the exporter
+    folded it into an earlier node; and where the unmatched nodes since the frontier (``holds``:
+    the parameters they read, and whether one holds such a tensor) hold none of them either, it is
+    not the node's at all: the node's value equals it only because the call changed little (a norm
+    at its initial weights), unless the node depends on no input (a constant). So does a call
     the node could only stand for by having also performed, between its inputs' calls and it, a call
     that depends on the inputs, reads parameters and no node was matched to (``skipped_params``, a bit
-    set): the node would hold those parameters. Reads of a
+    set): the node would hold those parameters; where neither it, nor the unmatched nodes before it,
+    nor the matched nodes those start from hold them (``holds_around``), it is not the node's at all.
+    Reads of a
     tensor's shape match only nodes reading a shape (``reads_shape``), and those nothing else.
     """
     eligible = [index for index in found if trace.records[index].shape_read == reads_shape]
@@ -473,6 +526,8 @@ def _plausible(
         record = trace.records[index]
         shared = sum(1 for names in held if names & set(record.params))
         if record.params and not shared and not folds:
+            if frontier and not holds[1] and not holds[0] & set(record.params):
+                continue  # neither the node nor the unmatched nodes before it hold its parameters
             shared = -1  # its parameters are nowhere in the node: most likely folded into another node
         if not frontier:
             if not dependent[index]:
@@ -487,7 +542,13 @@ def _plausible(
             known = 0
             for call in covered:
                 known |= ancestors[call] | 1 << call
-            if ancestors[index] & ~known & skipped_params:
+            skipped = ancestors[index] & ~known & skipped_params
+            if skipped:
+                if not holds_around[1] and any(
+                    skipped >> call & 1 and not holds_around[0] & set(trace.records[call].params)
+                    for call in range(skipped.bit_length())
+                ):
+                    continue  # a call it skipped read parameters nothing before the node holds
                 shared = -1
         distance = index - max(covered) if covered else index - latest
         entry = (index, len(covered), shared, distance)
@@ -506,6 +567,7 @@ def _align_backwards(
     trace: Trace,
     projection: Projection,
     used: set[int],
+    node_holds: dict[int, tuple[frozenset[str], bool]] | None = None,
 ) -> None:
     """Check and complete the matches of producers against the recorded inputs of their consumers' calls.
 
@@ -533,7 +595,13 @@ def _align_backwards(
             record = records[record].inputs[0]
         return record
 
-    def holds(record: int, value: "np.ndarray") -> bool:
+    def holds(record: int, value: "np.ndarray", source: int) -> bool:
+        """The call holds the value, and the producer could have performed it: a call reading parameters
+        needs a producer (or the unmatched nodes before it) holding them, or a tensor computed from weights."""
+        if records[record].params and node_holds is not None and source in node_holds:
+            names, fold = node_holds[source]
+            if not fold and not names & set(records[record].params):
+                return False
         return any(same_values(value, out) for out in records[record].outputs)
 
     pending = [-i for i in projection.matched]  # a max-heap of node indices: consumers before producers
@@ -549,19 +617,19 @@ def _align_backwards(
             current = projection.matched.get(source)
             read = list(dict.fromkeys(undropped(s) for s in records[record_index].inputs))
             if current is None:
-                options = [s for s in read if s not in used and holds(s, value)]
+                options = [s for s in read if s not in used and holds(s, value, source)]
             else:
                 options = []
                 if records[current].alias:
                     options = [
                         s for s in read
-                        if s != current and records[s].alias and ancestors[s] >> current & 1 and holds(s, value)
+                        if s != current and records[s].alias and ancestors[s] >> current & 1 and holds(s, value, source)
                     ]
                 readers = [projection.matched[c] for c in consumers[source] if c in projection.matched]
                 if not options and not any(current in records[r].inputs for r in readers):
                     options = [
                         s for s in read
-                        if s != current and s not in used and not ancestors[s] >> current & 1 and holds(s, value)
+                        if s != current and s not in used and not ancestors[s] >> current & 1 and holds(s, value, source)
                     ]
             if len(options) == 1:
                 projection.matched[source] = options[0]
