@@ -315,6 +315,25 @@ class FaintConvs(nn.Module):
         return self.blocks(x)
 
 
+class FaintConvNorms(nn.Module):
+    """Convolutions with tiny weights, each followed by a batch norm at its initial statistics (which the
+    exporter folds into the convolution, and which changes values by a millionth) and GELU."""
+
+    def __init__(self, channels: int = 8, depth: int = 2):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(channels, channels, 1, bias=False) for _ in range(depth)])
+        self.norms = nn.ModuleList([nn.BatchNorm2d(channels) for _ in range(depth)])
+        self.acts = nn.ModuleList([nn.GELU() for _ in range(depth)])
+        with torch.no_grad():
+            for conv in self.convs:
+                conv.weight.mul_(1e-3)
+
+    def forward(self, x):
+        for conv, norm, act in zip(self.convs, self.norms, self.acts):
+            x = act(norm(conv(x)))
+        return x
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -366,6 +385,10 @@ def faint_convs():
     return _seeded(FaintConvs, ("x", (2, 8, 4, 4)))
 
 
+def faint_conv_norms():
+    return _seeded(FaintConvNorms, ("x", (2, 8, 4, 4)))
+
+
 def _transformers_model(config_class: str, model_class: str, **config):
     import transformers
 
@@ -411,4 +434,5 @@ CUSTOM_CASES: dict = {
     "near_identity_stages": near_identity_stages,
     "zero_branch_stack": zero_branch_stack,
     "faint_convs": faint_convs,
+    "faint_conv_norms": faint_conv_norms,
 }
