@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from modelexport_core.sdk import is_ancestor
 
@@ -290,6 +290,14 @@ def project(
     return projection
 
 
+def _bits(bits: int) -> Iterator[int]:
+    """The positions of the bits set in ``bits``, lowest first."""
+    while bits:
+        lowest = bits & -bits
+        yield lowest.bit_length() - 1
+        bits ^= lowest
+
+
 def _parameter_derived(graph: "onnx.GraphProto") -> set[str]:
     """The values computed from initializers alone (a weight cast, transposed or reshaped by nodes of its own),
     none of them from a graph input."""
@@ -545,8 +553,7 @@ def _plausible(
             skipped = ancestors[index] & ~known & skipped_params
             if skipped:
                 if not holds_around[1] and any(
-                    skipped >> call & 1 and not holds_around[0] & set(trace.records[call].params)
-                    for call in range(skipped.bit_length())
+                    not holds_around[0] & set(trace.records[call].params) for call in _bits(skipped)
                 ):
                     continue  # a call it skipped read parameters nothing before the node holds
                 shared = -1
