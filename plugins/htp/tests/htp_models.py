@@ -334,6 +334,33 @@ class FaintConvNorms(nn.Module):
         return x
 
 
+class SideNorm(nn.Module):
+    """An RMS norm holding ones, like every other norm of the model."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+class EmptyBranch(nn.Module):
+    """A branch the example sends no element through (tokens of a kind the example has none of): its values
+    are empty, and its norm's weights equal every other norm's."""
+
+    def __init__(self, width: int = 16):
+        super().__init__()
+        self.norm = SideNorm(width)
+        self.side = SideNorm(width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        x = self.norm(x)
+        chosen = x[x.abs().sum(-1) > 1e9]  # no row is that large: empty
+        return self.proj(x).index_put((x.abs().sum(-1) > 1e9,), self.side(chosen))
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -389,6 +416,10 @@ def faint_conv_norms():
     return _seeded(FaintConvNorms, ("x", (2, 8, 4, 4)))
 
 
+def empty_branch():
+    return _seeded(EmptyBranch, ("x", (2, 6, 16)))
+
+
 def _transformers_model(config_class: str, model_class: str, **config):
     import transformers
 
@@ -435,4 +466,5 @@ CUSTOM_CASES: dict = {
     "zero_branch_stack": zero_branch_stack,
     "faint_convs": faint_convs,
     "faint_conv_norms": faint_conv_norms,
+    "empty_branch": empty_branch,
 }

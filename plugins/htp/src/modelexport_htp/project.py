@@ -251,9 +251,9 @@ def project(
                     projection.ambiguous += 1
                 elif not found:
                     projection.unmatched_values += 1
-            elif value is not None and getattr(value, "size", 0) >= 2 and frontier:
-                # a faded value may equal any output of its shape: data flow and parameters decide alone
-                same = candidates.of_shape(value, measured) if faded(value, own_scale) else \
+            elif value is not None and getattr(value, "size", 1) != 1 and frontier:
+                # an empty or faded value may equal any output of its shape: data flow and parameters decide
+                same = candidates.of_shape(value, measured) if value.size == 0 or faded(value, own_scale) else \
                     candidates.find(value, measured)
                 plausible = _plausible(
                     same, frontier, latest, held, trace, ancestors, dependent, may_hold,
