@@ -172,3 +172,55 @@ def test_a_graph_tensor_is_owned_by_the_parameter_it_equals_as_stored_or_transpo
     assert index.owners(stored).value == index.owners(weight).value  # one value, read either way
     reordered = np.ascontiguousarray(weight[::-1])  # the same elements, so the same checksum: not the same value
     assert index.owners(reordered) is None
+
+
+def _propagation_state(monkeypatch, tmp_path, case: str = "stacked_blocks"):
+    """The :class:`State` usage_based builds for a case (as it is before any pass), and its tags."""
+    import copy
+
+    from modelexport_core.testing import build_case
+    from modelexport_usage_based import propagation
+
+    captured = []
+    original = propagation.propagate
+
+    def capture(state, passes=None):
+        captured.append(copy.deepcopy(state))
+        return original(state, passes)
+
+    monkeypatch.setattr(propagation, "propagate", capture)
+    result = UsageBasedStrategy().export(make_context(*build_case(case)), tmp_path / "m.onnx")
+    return captured[0], result
+
+
+def test_the_passes_run_in_the_order_of_their_table(monkeypatch, tmp_path):
+    from modelexport_usage_based.propagation import PASSES, propagate
+
+    state, result = _propagation_state(monkeypatch, tmp_path)
+    ran: list[str] = []
+
+    def recorded(name, run):
+        return name, lambda s: (ran.append(name), run(s))
+
+    names = [name for name, _ in PASSES]
+    assert len(set(names)) == len(names)
+    propagation = propagate(state, tuple(recorded(name, run) for name, run in PASSES))
+    assert ran == names
+    keys = [node.name for node in state.graph.node]
+    tagged = {keys[i]: module for i, module in propagation.modules.items()}
+    assert all(result.node_modules[key] == module for key, module in tagged.items())
+
+
+def test_a_pass_runs_alone_on_the_state_the_earlier_ones_leave(monkeypatch, tmp_path):
+    """First guesses never leave a node's bound (the deepest module holding a parameter node on each side)."""
+    from modelexport_core.format.tags import is_ancestor
+    from modelexport_usage_based.propagation import PASSES
+
+    state, _ = _propagation_state(monkeypatch, tmp_path)
+    names = [name for name, _ in PASSES]
+    for _, run in PASSES[: names.index("bound") + 1]:
+        run(state)
+    assert state.free and not state.pinned
+    dict(PASSES)["first guesses"](state)
+    assert all(is_ancestor(state.limits[i], state.modules[i]) for i in state.free)
+    assert any(state.modules[i].startswith("blocks.1") for i in state.free)

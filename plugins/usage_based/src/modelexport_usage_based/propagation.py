@@ -9,12 +9,15 @@
    it, then each node moves to where its values cross the fewest module boundaries.
 5. Calls end where they stop reading their own values.
 6. Shape arithmetic and constants follow the nodes that read them.
+
+Each step is one or more named passes of :data:`PASSES`, run in that order over one :class:`State`;
+a pass can be run alone on a state built by hand (``State(...)``, then the passes before it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from modelexport_core.sdk import GraphIndex, is_ancestor
 
@@ -57,104 +60,238 @@ class Propagation:
     also: dict[int, list[str]] = field(default_factory=dict)
 
 
-def propagate(
-    graph: "onnx.GraphProto",
-    index: GraphIndex,
-    seeds: dict[int, str],
-    calls: dict[int, int],
-    kinds: NodeKinds,
-    data: DataGraph,
-    tree: ModuleTree,
-    static_values: set[str],
-    shapes: dict[str, tuple],
-    types: dict[str, int],
-    helpers: dict[str, HelperExport] | None = None,
-    folded: dict[str, frozenset[str]] | None = None,
-) -> Propagation:
-    """Tag every node, from the seeds (node index to owning module) and their call numbers.
+@dataclass
+class State:
+    """What the passes of :func:`propagate` read and what they write, in one place.
 
-    ``helpers``: what each parameter-free helper layer exports to alone, where known; ``folded``: the
-    norms each layer's tensors may hold folded.
+    The first group is given and never changes; the second is what passes work out for later ones; the
+    tags themselves are ``placement.modules`` (with each node's call number in ``placement.calls``).
     """
-    placement = Placement(dict(seeds), dict(calls))
-    spans = call_spans(seeds, calls, tree)
-    modules = placement.modules
-    claim_restoring_views(graph, kinds, tree, data, shapes, modules, static_values)
-    fixed = set(modules)
+
+    graph: "onnx.GraphProto"
+    index: GraphIndex
+    kinds: NodeKinds
+    data: DataGraph
+    tree: ModuleTree
+    static_values: set[str]
+    shapes: dict[str, tuple]
+    types: dict[str, int]
+    seeds: dict[int, str]
+    calls: dict[int, int]
+    helpers: dict[str, HelperExport] = field(default_factory=dict)
+    folded: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    placement: Placement = field(init=False)
+    spans: dict = field(init=False)
+    fixed: set[int] = field(default_factory=set)
+    """Nodes placed by parameters and leaf claims, before any guess."""
+    limits: list[str] = field(default_factory=list)
+    """Each node's bound: the deepest module holding a parameter node before it and one after it."""
+    free: list[int] = field(default_factory=list)
+    """The data nodes left to place."""
+    pinned: set[int] = field(default_factory=set)
+    """Free nodes whose first guess is final."""
+    configured: list[bool] = field(default_factory=list)
+    """Nodes set up by computed shapes or settings."""
+    claimed: set[int] = field(default_factory=set)
+    """Free nodes a leaf module claimed."""
+    movable: list[int] = field(default_factory=list)
+    """Free nodes neither pinned nor claimed: the ones refined."""
+    static_settings: list[bool] = field(default_factory=list)
+    data_nodes: list[int] = field(default_factory=list)
+    reused: set[str] = field(default_factory=set)
+    consumers: list[list[int]] = field(default_factory=list)
+    also: dict[int, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.placement = Placement(dict(self.seeds), dict(self.calls))
+        self.spans = call_spans(self.seeds, self.calls, self.tree)
+
+    @property
+    def modules(self) -> dict[int, str]:
+        return self.placement.modules
+
+
+def _claim_restoring_views(s: State) -> None:
+    claim_restoring_views(s.graph, s.kinds, s.tree, s.data, s.shapes, s.modules, s.static_values)
+
+
+def _bound(s: State) -> None:
+    """Every node's bound, from the nodes placed so far; the data nodes still free."""
+    s.fixed = set(s.modules)
     shapes_read = [
-        kinds.shape_inputs_from(node) if kinds.kinds[i] is NodeKind.DATA else frozenset()
-        for i, node in enumerate(graph.node)
+        s.kinds.shape_inputs_from(node) if s.kinds.kinds[i] is NodeKind.DATA else frozenset()
+        for i, node in enumerate(s.graph.node)
     ]
-    limits = bounds(len(graph.node), data, tree, fixed, modules, shapes_read)
-    free = [i for i in range(len(graph.node)) if i not in fixed and kinds.kinds[i] is NodeKind.DATA]
-    pinned: set[int] = set()
-    for i in free:
-        module, call, final = context_of(i, data, tree, placement)
-        modules[i] = module if is_ancestor(limits[i], module) and not _reads_results(i, data) else limits[i]
-        placement.calls[i] = call
+    s.limits = bounds(len(s.graph.node), s.data, s.tree, s.fixed, s.modules, shapes_read)
+    s.free = [i for i in range(len(s.graph.node)) if i not in s.fixed and s.kinds.kinds[i] is NodeKind.DATA]
+
+
+def _first_guesses(s: State) -> None:
+    """A first guess for every free node from the contexts its inputs were computed in, within its bound."""
+    for i in s.free:
+        module, call, final = context_of(i, s.data, s.tree, s.placement)
+        s.modules[i] = module if is_ancestor(s.limits[i], module) and not _reads_results(i, s.data) else s.limits[i]
+        s.placement.calls[i] = call
         if final:
-            pinned.add(i)
-    pinned |= _feed_from_inputs(free, data, tree, fixed, modules)
+            s.pinned.add(i)
+    s.pinned |= _feed_from_inputs(s.free, s.data, s.tree, s.fixed, s.modules)
     # nodes set up by computed shapes or settings (a pad sized from its input) run where that input is
     # prepared for a parameter op, not in the activation before it
-    configured = [
+    s.configured = [
         any(
-            (j := index.producer.get(value)) is not None and graph.node[j].op_type != "Constant"
+            (j := s.index.producer.get(value)) is not None and s.graph.node[j].op_type != "Constant"
             for value in node.input
-            if value and value not in data.inputs[i]
+            if value and value not in s.data.inputs[i]
         )
-        for i, node in enumerate(graph.node)
+        for i, node in enumerate(s.graph.node)
     ]
-    hand_to_helpers(free, graph, data, tree, placement, configured, helpers or {}, folded or {})
-    hand_to_helper_chains(free, graph, data, tree, modules, helpers or {})
-    claim_wrapper_heads(free, seeds, data, tree, modules)
-    absorb_private_feeders(free, seeds, data, tree, modules)
-    claim_leaf_tails(free, seeds, graph, data, tree, static_values, modules)
-    join_first_reader(free, graph, data, tree, types, modules)
-    claimed = {i for i in free if tree.is_leaf(modules[i])}
-    movable = [i for i in free if i not in pinned and i not in claimed]
-    static_settings = [
-        all(value in static_values for value in node.input if value and value not in data.inputs[i])
-        for i, node in enumerate(graph.node)
+
+
+def _helpers(s: State) -> None:
+    hand_to_helpers(s.free, s.graph, s.data, s.tree, s.placement, s.configured, s.helpers, s.folded)
+    hand_to_helper_chains(s.free, s.graph, s.data, s.tree, s.modules, s.helpers)
+
+
+def _wrapper_heads(s: State) -> None:
+    claim_wrapper_heads(s.free, s.seeds, s.data, s.tree, s.modules)
+
+
+def _private_feeders(s: State) -> None:
+    absorb_private_feeders(s.free, s.seeds, s.data, s.tree, s.modules)
+
+
+def _leaf_tails(s: State) -> None:
+    claim_leaf_tails(s.free, s.seeds, s.graph, s.data, s.tree, s.static_values, s.modules)
+
+
+def _first_reader(s: State) -> None:
+    join_first_reader(s.free, s.graph, s.data, s.tree, s.types, s.modules)
+
+
+def _movable(s: State) -> None:
+    """The free nodes left to refine: neither pinned by their first guess nor claimed by a leaf."""
+    s.claimed = {i for i in s.free if s.tree.is_leaf(s.modules[i])}
+    s.movable = [i for i in s.free if i not in s.pinned and i not in s.claimed]
+    s.static_settings = [
+        all(value in s.static_values for value in node.input if value and value not in s.data.inputs[i])
+        for i, node in enumerate(s.graph.node)
     ]
-    prepared = prepare_for_readers(movable, graph, data, tree, limits, modules, configured, static_settings)
+
+
+def _prepare_and_settle(s: State) -> None:
+    prepared = prepare_for_readers(s.movable, s.graph, s.data, s.tree, s.limits, s.modules, s.configured,
+                                   s.static_settings)
     # a node that adapts a value for its one reader stays there: settling would weigh where the value came from
-    settle([i for i in movable if i not in prepared], graph, data, tree, limits, modules)
-    join_first_sharer(movable, graph, data, tree, modules)
-    deepened = _deepen([i for i in movable if len(data.producers[i]) > 1], data, tree, limits, placement)
+    settle([i for i in s.movable if i not in prepared], s.graph, s.data, s.tree, s.limits, s.modules)
+
+
+def _first_sharer(s: State) -> None:
+    join_first_sharer(s.movable, s.graph, s.data, s.tree, s.modules)
+
+
+def _deepen_joins(s: State) -> None:
+    deepened = _deepen([i for i in s.movable if len(s.data.producers[i]) > 1], s.data, s.tree, s.limits, s.placement)
     if deepened:  # what they feed may now be seen to prepare a value for another call
-        readers = sorted({k for i in deepened for k in data.consumers[i] if k in set(movable)})
-        prepare_for_readers(readers, graph, data, tree, limits, modules, configured, static_settings)
-    hand_results_to_next_call(movable, data, tree, fixed, modules)
-    fed = feeds_fixed(len(graph.node), data, fixed)
-    heading_out = [out and not fed[i] for i, out in enumerate(reaches_outputs(graph, data))]
-    return_tails(free, data, tree, heading_out, placement)
-    read_as_data = [bool(data.outputs(graph, i)) for i in range(len(graph.node))]
-    align_tails(free, data, tree, fixed, placement, read_as_data)
-    return_sized_views([i for i in free if i not in claimed], graph, kinds, data, tree, fixed, modules)
-    keep_within_spans(free, spans, tree, modules)
-    data_nodes = [  # copies of a weight that no data reaches are written wherever the exporter put them
+        movable = set(s.movable)
+        readers = sorted({k for i in deepened for k in s.data.consumers[i] if k in movable})
+        prepare_for_readers(readers, s.graph, s.data, s.tree, s.limits, s.modules, s.configured, s.static_settings)
+
+
+def _results_to_next_call(s: State) -> None:
+    hand_results_to_next_call(s.movable, s.data, s.tree, s.fixed, s.modules)
+
+
+def _tails(s: State) -> None:
+    fed = feeds_fixed(len(s.graph.node), s.data, s.fixed)
+    heading_out = [out and not fed[i] for i, out in enumerate(reaches_outputs(s.graph, s.data))]
+    return_tails(s.free, s.data, s.tree, heading_out, s.placement)
+    read_as_data = [bool(s.data.outputs(s.graph, i)) for i in range(len(s.graph.node))]
+    align_tails(s.free, s.data, s.tree, s.fixed, s.placement, read_as_data)
+
+
+def _sized_views(s: State) -> None:
+    return_sized_views([i for i in s.free if i not in s.claimed], s.graph, s.kinds, s.data, s.tree, s.fixed,
+                       s.modules)
+
+
+def _within_spans(s: State) -> None:
+    keep_within_spans(s.free, s.spans, s.tree, s.modules)
+
+
+def _call_gaps(s: State) -> None:
+    s.data_nodes = [  # copies of a weight that no data reaches are written wherever the exporter put them
         i
-        for i in range(len(graph.node))
-        if kinds.kinds[i] is NodeKind.DATA and i in modules and (data.producers[i] or data.consumers[i])
+        for i in range(len(s.graph.node))
+        if s.kinds.kinds[i] is NodeKind.DATA and i in s.modules and (s.data.producers[i] or s.data.consumers[i])
     ]
-    reused = reused_modules(seeds, calls)
-    fill_call_gaps(data_nodes, reused, tree, modules, set(free))
-    also: dict[int, list[str]] = {}
-    for i in free:  # a node joining streams from several modules (a residual add) serves them too
-        contexts = {tree.closing_context(modules[j]) for j in data.producers[i] if j in modules}
-        others = sorted(c for c in contexts if not is_ancestor(c, modules[i]))
+    s.reused = reused_modules(s.seeds, s.calls)
+    fill_call_gaps(s.data_nodes, s.reused, s.tree, s.modules, set(s.free))
+
+
+def _serving_several(s: State) -> None:
+    for i in s.free:  # a node joining streams from several modules (a residual add) serves them too
+        contexts = {s.tree.closing_context(s.modules[j]) for j in s.data.producers[i] if j in s.modules}
+        others = sorted(c for c in contexts if not is_ancestor(c, s.modules[i]))
         if len(contexts) > 1 and others:
-            also[i] = others
-    _tag_readers_of(graph, index, kinds, data, tree, modules, also, fixed)
-    _lift_hoisted(kinds, tree, modules)
-    consumers = [index.node_consumers(graph, i) for i in range(len(graph.node))]
-    _place_settings(graph, index, kinds, data, tree, modules, static_values, data_nodes, consumers)
-    settings = sorted((i for i in modules if kinds.kinds[i] is not NodeKind.DATA), reverse=True)
-    keep_within_spans(settings, spans, tree, modules, consumers)
-    fill_call_gaps(data_nodes, reused, tree, modules, set(), settings, consumers)
-    also = {i: kept for i, others in also.items() if (kept := [m for m in others if m != modules[i]])}
-    return Propagation(modules, also)
+            s.also[i] = others
+
+
+def _readers(s: State) -> None:
+    _tag_readers_of(s.graph, s.index, s.kinds, s.data, s.tree, s.modules, s.also, s.fixed)
+
+
+def _hoisted(s: State) -> None:
+    _lift_hoisted(s.kinds, s.tree, s.modules)
+
+
+def _settings(s: State) -> None:
+    s.consumers = [s.index.node_consumers(s.graph, i) for i in range(len(s.graph.node))]
+    _place_settings(s.graph, s.index, s.kinds, s.data, s.tree, s.modules, s.static_values, s.data_nodes, s.consumers)
+    settings = sorted((i for i in s.modules if s.kinds.kinds[i] is not NodeKind.DATA), reverse=True)
+    keep_within_spans(settings, s.spans, s.tree, s.modules, s.consumers)
+    fill_call_gaps(s.data_nodes, s.reused, s.tree, s.modules, set(), settings, s.consumers)
+
+
+def _drop_own_module(s: State) -> None:
+    s.also = {i: kept for i, others in s.also.items() if (kept := [m for m in others if m != s.modules[i]])}
+
+
+Pass = Callable[[State], None]
+
+PASSES: tuple[tuple[str, Pass], ...] = (
+    ("claim restoring views", _claim_restoring_views),
+    ("bound", _bound),
+    ("first guesses", _first_guesses),
+    ("hand to helpers", _helpers),
+    ("claim wrapper heads", _wrapper_heads),
+    ("absorb private feeders", _private_feeders),
+    ("claim leaf tails", _leaf_tails),
+    ("join first reader", _first_reader),
+    ("movable", _movable),
+    ("prepare for readers, settle", _prepare_and_settle),
+    ("join first sharer", _first_sharer),
+    ("deepen joins", _deepen_joins),
+    ("hand results to next call", _results_to_next_call),
+    ("return and align tails", _tails),
+    ("return sized views", _sized_views),
+    ("keep within call spans", _within_spans),
+    ("fill call gaps", _call_gaps),
+    ("note nodes serving several modules", _serving_several),
+    ("tag readers", _readers),
+    ("lift hoisted", _hoisted),
+    ("place settings", _settings),
+    ("drop a node's own module from the others it serves", _drop_own_module),
+)
+"""The passes of :func:`propagate`, in the order they run, each named; each reads and writes one :class:`State`."""
+
+
+def propagate(state: State, passes: tuple[tuple[str, Pass], ...] | None = None) -> Propagation:
+    """Tag every node from the seeds (node index to owning module) and their call numbers, running ``passes``
+    (by default :data:`PASSES`) over ``state`` in order."""
+    for _, run in PASSES if passes is None else passes:
+        run(state)
+    return Propagation(state.modules, state.also)
 
 
 def _place_settings(

@@ -74,7 +74,7 @@ class UsageBasedStrategy(TaggingStrategy):
         from .order import reused_modules
         from .ownership import resolve_owners
         from .parameters import ParameterIndex
-        from .propagation import propagate
+        from .propagation import State, propagate
         from .seeds import call_numbers, find_parameter_users
 
         started = time.perf_counter()
@@ -101,19 +101,12 @@ class UsageBasedStrategy(TaggingStrategy):
         seeds = resolve_owners(users, data, readers_of, module_order, tree.torch_classes)
         calls = call_numbers(users, seeds, data)
         call_counts, first_call = counted if counted and counted[0] else module_calls(ctx.model, lambda: ctx.module(*ctx.args))
-        propagation = propagate(
-            graph,
-            index,
-            seeds,
-            calls,
-            kinds,
-            data,
-            tree,
-            users.static_values,
-            *value_shapes_and_types(onnx_model),
+        shapes, types = value_shapes_and_types(onnx_model)
+        propagation = propagate(State(
+            graph, index, kinds, data, tree, users.static_values, shapes, types, seeds, calls,
             helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model), call_counts),
-            folded=users.folded,
-        )
+            folded=users.folded or {},
+        ))
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         reused = reused_modules(seeds, calls) | {name for name, count in call_counts.items() if count > 1}
         held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused, called_modules(ctx.model))
