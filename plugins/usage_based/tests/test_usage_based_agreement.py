@@ -61,3 +61,27 @@ def test_tag_onnx_on_a_dynamo_graph_agrees_with_its_name_scopes(dynamo_tagged, n
     assert measured.result.exporter == "dynamo"
     assert measured.agreement >= MIN_AGREEMENT, measured.disagreements()
     assert measured.contaminated == []
+
+
+def test_its_own_dynamo_export_agrees_with_the_dynamo_records(modelexport_measured):
+    measured = modelexport_measured("usage_based", "bert", options={"exporter": "dynamo"})
+    assert_complete(measured)
+    assert measured.result.exporter == "dynamo"
+    assert measured.agreement >= MIN_AGREEMENT, measured.disagreements()
+    assert measured.contaminated == []
+
+
+def test_auto_makes_its_file_with_dynamo_when_torchscript_fails(tmp_path, monkeypatch):
+    from modelexport_core import make_context
+    from modelexport_core.plugin.strategy import StrategyFailed
+    from modelexport_core.testing import build_case
+    from modelexport_usage_based import strategy
+
+    def refuse(*args, **kwargs):
+        raise StrategyFailed("TorchScript export failed: Invalid name: '0'")
+
+    monkeypatch.setattr(strategy, "export_torchscript", refuse)
+    result = strategy.UsageBasedStrategy().export(make_context(*build_case("stacked_blocks")), tmp_path / "m.onnx")
+    assert result.exporter == "dynamo"
+    assert result.details["exporter_fallback"] == ["TorchScript export failed: Invalid name: '0'"]
+    assert set(result.node_modules.values()) >= {"blocks.0.proj", "blocks.1.proj", "blocks.2.proj"}

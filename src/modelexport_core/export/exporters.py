@@ -15,9 +15,12 @@ if TYPE_CHECKING:
 
     from modelexport_core.format.onnx_file import StreamedModel
 
-__all__ = ["TORCHSCRIPT_DEFAULT_OPSET", "export_torchscript", "failure", "first_line", "full_text"]
+__all__ = ["DYNAMO_DEFAULT_OPSET", "TORCHSCRIPT_DEFAULT_OPSET", "export_dynamo", "export_torchscript", "failure",
+           "first_line", "full_text"]
 
 TORCHSCRIPT_DEFAULT_OPSET = 17
+DYNAMO_DEFAULT_OPSET = 18
+"""Below opset 18 the dynamo exporter drops the node metadata PyTorch's records live in."""
 
 
 def failure(message: str, error: BaseException, log: str = "") -> StrategyFailed:
@@ -99,6 +102,48 @@ def export_torchscript(ctx: ExportContext, onnx_path: Path, in_memory: bool = Fa
         Path(onnx_path).write_bytes(b"".join(captured.chunks))
         return None
     return streamed_from_bytes(captured.chunks[0])
+
+
+def export_dynamo(ctx: ExportContext, onnx_path: Path) -> None:
+    """A plain dynamo export of ``ctx.module`` to ``onnx_path`` (``Dim.AUTO`` on every dynamic axis, opset 18 or
+    the context's if higher), untouched: no tags, no renaming."""
+    import logging
+
+    import torch
+
+    onnx_logger = logging.getLogger("torch.onnx")  # the dynamo exporter's notices of missing torchvision ops
+    level = onnx_logger.level
+    onnx_logger.setLevel(max(level, logging.ERROR))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(
+                ctx.module,
+                tuple(ctx.args),
+                input_names=ctx.input_names,
+                output_names=ctx.output_names or None,
+                dynamic_shapes=_dynamic_shapes(ctx),
+                opset_version=max(ctx.opset or DYNAMO_DEFAULT_OPSET, DYNAMO_DEFAULT_OPSET),
+                dynamo=True,
+                verbose=False,
+            )
+            if program is None:  # the dynamo exporter returns its program whenever no file is named
+                raise StrategyFailed("dynamo export returned no program")
+            program.save(str(onnx_path))
+    except StrategyFailed:
+        raise
+    except Exception as error:
+        raise failure(f"dynamo export failed: {first_line(error)}", error) from error
+    finally:
+        onnx_logger.setLevel(level)
+
+
+def _dynamic_shapes(ctx: ExportContext) -> tuple | None:
+    """torch.export's ``dynamic_shapes`` for the wrapper's ``*tensors``: ``Dim.AUTO`` on every dynamic axis."""
+    from torch.export import Dim
+
+    specs = tuple({axis: Dim.AUTO for axis in ctx.dynamic_axes.get(name, {})} or None for name in ctx.input_names)
+    return None if all(spec is None for spec in specs) else (specs,)
 
 
 def _weight_bytes(module: "torch.nn.Module") -> int:

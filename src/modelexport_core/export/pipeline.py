@@ -32,7 +32,7 @@ from modelexport_core.format.work_folder import close_work_folder, is_work_file,
 from modelexport_core.format.writer import NodeTag, write_tags
 from modelexport_core.plugin.discovery import StrategyInfo, get_strategies, get_strategy
 from modelexport_core.plugin.options import resolve_options
-from modelexport_core.plugin.strategy import ExportContext, TaggingResult
+from modelexport_core.plugin.strategy import ExportContext, StrategyFailed, TaggingResult
 from modelexport_core.prepare.context import check_model_runs, make_context, recorded_output_names
 from modelexport_core.prepare.inputs import (
     inputs_from_config,
@@ -386,11 +386,43 @@ def _second_check_failure(max_abs_diff: float) -> str:
     return "onnxruntime cannot run it" if max_abs_diff == float("inf") else f"differs by {max_abs_diff:.3g}"
 
 
+def exporters_to_try(info: StrategyInfo, given: dict[str, str]) -> tuple[str, ...]:
+    """The exporters the core tries a strategy with in turn: those it declares, where it has an ``exporter``
+    option the user left alone; otherwise none (the strategy exports as its options say)."""
+    declared = info.strategy.exporters
+    has_option = any(option.name == "exporter" for option in info.strategy.options)
+    return declared if len(declared) > 1 and has_option and "exporter" not in given else ()
+
+
 def _try_strategy(run: ExportRun, info: StrategyInfo) -> TaggedFile:
-    """Export, tag, check and verify with one strategy; raises what made the attempt fail."""
-    ctx = replace(run.ctx, options=resolve_options(info.strategy, run.options.strategy_options.get(info.name, {})),
-                  may_leave_unwritten=True)
-    attempt_dir = run.workdir / (f"{info.name}-static" if run.static_fallback else info.name)
+    """Export, tag, check and verify with one strategy, with each exporter it can use in turn where the user
+    chose none; raises what made the (last) attempt fail."""
+    given = run.options.strategy_options.get(info.name, {})
+    exporters = exporters_to_try(info, given)
+    if not exporters:
+        return _try_strategy_once(run, info, given, info.name)
+    failures: list[str] = []
+    differences: list[float] = []
+    for exporter in exporters:
+        try:
+            tagged = _try_strategy_once(run, info, {**given, "exporter": exporter}, f"{info.name}-{exporter}")
+        except (AttemptFailed, StrategyFailed) as error:
+            failures.append(f"{exporter}: {first_line(error)}")
+            if isinstance(error, AttemptFailed) and error.max_abs_diff is not None:
+                differences.append(error.max_abs_diff)
+            continue
+        if failures:
+            tagged.result.details["exporter_fallback"] = failures
+            tagged.ctx = replace(tagged.ctx, notes=tagged.ctx.notes + (
+                f"{info.name} made its file with the {exporter} exporter: " + "; ".join(failures),))
+        return tagged
+    raise AttemptFailed("; ".join(failures), min(differences) if differences else None)
+
+
+def _try_strategy_once(run: ExportRun, info: StrategyInfo, given: dict[str, str], label: str) -> TaggedFile:
+    """One export, tagging, check and verification with ``given`` options, in its own folder ``label``."""
+    ctx = replace(run.ctx, options=resolve_options(info.strategy, given), may_leave_unwritten=True)
+    attempt_dir = run.workdir / (f"{label}-static" if run.static_fallback else label)
     attempt_dir.mkdir()
     onnx_path = attempt_dir / run.output.name
     run.progress(f"exporting with {info.name}" + (" (every axis static)" if run.static_fallback else ""))

@@ -176,6 +176,10 @@ class TaggingStrategy(ABC):
     requires: ClassVar[str] = ""
     """What the strategy needs of a model or of the environment, in a sentence."""
     options: ClassVar[tuple[StrategyOption, ...]] = ()
+    exporters: ClassVar[tuple[str, ...]] = ()
+    """The exporters the strategy can make its file with (``"torchscript"``, ``"dynamo"``), in the order to try
+    them. Where it names more than one and declares an ``exporter`` option the user left alone, the core
+    exports with each in turn (that option set to it) until a file exports, passes the checker and verifies."""
 
     def check(self, ctx: ExportContext) -> None:  # noqa: B027 - a hook: strategies override it where needed
         """Raise :class:`StrategyUnavailable` if this strategy cannot handle the model."""

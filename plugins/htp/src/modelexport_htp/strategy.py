@@ -22,6 +22,7 @@ from modelexport_core.sdk import (
     StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
+    export_dynamo,
     export_torchscript,
     first_line,
     hold_call_containment,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from .trace import Trace
 
 DEFAULT_DYNAMO_OPSET = 18
+"""The lowest opset the dynamo exporter writes (a file of it or later is taken for a dynamo export)."""
 EXPORTERS = ("torchscript", "dynamo", "auto")
 
 
@@ -45,45 +47,10 @@ def _one_line(error: BaseException) -> str:
 
 def export_plain(ctx: ExportContext, onnx_path: Path, exporter: str) -> None:
     """Export ``ctx.module`` with the named torch exporter, untouched (no tags, no renaming)."""
-    import logging
-    import warnings
-
-    import torch
-
-    onnx_logger = logging.getLogger("torch.onnx")  # the dynamo exporter's notices of missing torchvision ops
-    level = onnx_logger.level
-    onnx_logger.setLevel(max(level, logging.ERROR))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if exporter == "torchscript":
-                export_torchscript(ctx, onnx_path)
-                return
-            # below opset 18 the dynamo exporter drops the node metadata PyTorch's records live in
-            opset = max(ctx.opset or DEFAULT_DYNAMO_OPSET, DEFAULT_DYNAMO_OPSET)
-            program = torch.onnx.export(
-                ctx.module,
-                tuple(ctx.args),
-                input_names=ctx.input_names,
-                output_names=ctx.output_names,
-                dynamic_shapes=_dynamic_shapes(ctx),
-                opset_version=opset,
-                dynamo=True,
-                verbose=False,
-            )
-            if program is None:  # the dynamo exporter returns its program whenever no file is named
-                raise StrategyFailed("dynamo export returned no program")
-            program.save(str(onnx_path))
-    finally:
-        onnx_logger.setLevel(level)
-
-
-def _dynamic_shapes(ctx: ExportContext) -> tuple | None:
-    """torch.export's ``dynamic_shapes`` for the wrapper's ``*tensors``: ``Dim.AUTO`` on every dynamic axis."""
-    from torch.export import Dim
-
-    specs = tuple({axis: Dim.AUTO for axis in ctx.dynamic_axes.get(name, {})} or None for name in ctx.input_names)
-    return None if all(spec is None for spec in specs) else (specs,)
+    if exporter == "torchscript":
+        export_torchscript(ctx, onnx_path)
+    else:
+        export_dynamo(ctx, onnx_path)
 
 
 class HTPStrategy(TaggingStrategy):
@@ -96,6 +63,7 @@ class HTPStrategy(TaggingStrategy):
         "TorchFunctionMode), then matches ONNX nodes to calls by intermediate values and data flow"
     )
     requires = "onnxruntime, and a model whose export onnxruntime can run on the example inputs"
+    exporters = ("torchscript", "dynamo")
     options = (
         StrategyOption(
             "exporter",

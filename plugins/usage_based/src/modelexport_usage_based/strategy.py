@@ -16,6 +16,9 @@ from modelexport_core.sdk import (
     ExportContext,
     GraphIndex,
     ModelMismatchError,
+    StrategyFailed,
+    StrategyOption,
+    StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
     export_torchscript,
@@ -44,8 +47,49 @@ class UsageBasedStrategy(TaggingStrategy):
         "never outside the deepest module that holds parameter nodes on both sides of them"
     )
     requires = "the model's parameters and an ONNX graph of it (its own TorchScript export, or any file)"
+    options = (
+        StrategyOption(
+            "exporter",
+            str,
+            "auto",
+            "torchscript, dynamo, or auto (TorchScript, and the dynamo exporter if TorchScript fails)",
+        ),
+    )
+    exporters = ("torchscript", "dynamo")
+
+    def check(self, ctx: ExportContext) -> None:
+        exporter = ctx.options.get("exporter", "auto")
+        if exporter not in (*self.exporters, "auto"):
+            raise StrategyUnavailable(f"usage_based.exporter must be torchscript, dynamo or auto, not {exporter!r}")
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
+        self.check(ctx)
+        choice = ctx.options.get("exporter", "auto")
+        if choice == "dynamo":
+            return self._export_dynamo(ctx, onnx_path)
+        try:
+            return self._export_torchscript(ctx, onnx_path)
+        except StrategyFailed as error:
+            if choice != "auto":
+                raise
+            try:
+                result = self._export_dynamo(ctx, onnx_path)
+            except StrategyFailed as second:
+                raise StrategyFailed(f"{error}; {second}") from second
+            result.details["exporter_fallback"] = [str(error)]
+            return result
+
+    def _export_dynamo(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
+        """A plain dynamo export, tagged as any file made elsewhere is (weights read from it as they are compared)."""
+        from modelexport_core.sdk import export_dynamo, load_graph, tensor_value
+
+        export_dynamo(ctx, onnx_path)
+        folder = Path(onnx_path).parent
+        result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder))
+        result.exporter = "dynamo"
+        return result
+
+    def _export_torchscript(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
         from modelexport_core.sdk import load_graph, tensor_value
 
         from .helper_sizes import counting_calls
