@@ -128,7 +128,7 @@ class Unexportable(torch.nn.Module):
 
 
 def test_export_failure_is_reported_as_strategy_failed(tmp_path):
-    ctx = make_context(Unexportable(), {"x": torch.ones(2, 3)})
+    ctx = make_context(Unexportable(), {"x": torch.ones(2, 3)}, options={"exporter": "torchscript"})
     with pytest.raises(StrategyFailed, match="erfcx") as failure:
         UsageBasedStrategy().export(ctx, tmp_path / "unexportable.onnx")
     assert "\n" not in str(failure.value)
