@@ -3,7 +3,7 @@
 In-tree plugins import from here only (a rule in tests/test_rules.py); a third-party plugin can rely on
 these names staying put. The rest of ``modelexport_core`` is the product's own and may change.
 
-- the interface: ``TaggingStrategy``, ``TaggingResult``, ``ExportContext``, ``StrategyOption``, ``hookimpl``,
+- the interface: ``TaggingStrategy``, ``TaggingResult``, ``ExportContext``, ``StrategyOption``, ``EXPORTER_OPTION``, ``hookimpl``,
   and the errors a strategy raises (``StrategyUnavailable``, ``StrategyFailed``, ``ModelMismatchError``);
 - module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
@@ -32,6 +32,7 @@ from modelexport_core.format.onnx_file import (
 from modelexport_core.format.tags import common_ancestor, is_ancestor, parent_qualname
 from modelexport_core.plugin.hookspecs import hookimpl
 from modelexport_core.plugin.strategy import (
+    EXPORTER_OPTION,
     WRAPPER_ATTRIBUTE,
     ExportContext,
     StrategyFailed,
@@ -45,6 +46,7 @@ from modelexport_core.prepare.wrapper import fixed_keywords
 
 __all__ = [
     "EVIDENCE_KIND",
+    "EXPORTER_OPTION",
     "ExactValues",
     "WRAPPER_ATTRIBUTE",
     "ExportContext",

@@ -158,6 +158,13 @@ class TaggingResult:
     file once, instead of rewriting a written file with its tags."""
 
 
+EXPORTER_OPTION = StrategyOption(
+    "exporter", str, "auto", "torchscript, dynamo, or auto (TorchScript, and the dynamo exporter if TorchScript fails)"
+)
+"""The ``exporter`` option of a strategy that lists several :attr:`TaggingStrategy.exporters`: left alone by the
+user, the core tries each exporter in turn (called directly, ``auto`` is the strategy's own order)."""
+
+
 class TaggingStrategy(ABC):
     """Base class of every tagging strategy.
 

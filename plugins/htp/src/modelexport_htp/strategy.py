@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
 from modelexport_core.sdk import (
+    EXPORTER_OPTION,
     ExportContext,
     ModelMismatchError,
     StrategyFailed,
-    StrategyOption,
     StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
@@ -64,14 +64,7 @@ class HTPStrategy(TaggingStrategy):
     )
     requires = "onnxruntime, and a model whose export onnxruntime can run on the example inputs"
     exporters = ("torchscript", "dynamo")
-    options = (
-        StrategyOption(
-            "exporter",
-            str,
-            "auto",
-            "torchscript, dynamo, or auto (TorchScript, and the dynamo exporter if TorchScript fails)",
-        ),
-    )
+    options = (EXPORTER_OPTION,)
 
     def check(self, ctx: ExportContext) -> None:
         try:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
 from modelexport_core.sdk import (
+    EXPORTER_OPTION,
     ExportContext,
     GraphIndex,
     ModelMismatchError,
     StrategyFailed,
-    StrategyOption,
     StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
@@ -47,14 +47,7 @@ class UsageBasedStrategy(TaggingStrategy):
         "never outside the deepest module that holds parameter nodes on both sides of them"
     )
     requires = "the model's parameters and an ONNX graph of it (its own TorchScript export, or any file)"
-    options = (
-        StrategyOption(
-            "exporter",
-            str,
-            "auto",
-            "torchscript, dynamo, or auto (TorchScript, and the dynamo exporter if TorchScript fails)",
-        ),
-    )
+    options = (EXPORTER_OPTION,)
     exporters = ("torchscript", "dynamo")
 
     def check(self, ctx: ExportContext) -> None:
