@@ -524,8 +524,7 @@ def _plausible(
     that depends on the inputs, reads parameters and no node was matched to (``skipped_params``, a bit
     set): the node would hold those parameters; where neither it, nor the unmatched nodes before it,
     nor the matched nodes those start from hold them (``holds_around``), it is not the node's at all.
-    Reads of a
-    tensor's shape match only nodes reading a shape (``reads_shape``), and those nothing else.
+    Reads of a tensor's shape match only nodes reading a shape (``reads_shape``), and those nothing else.
     """
     eligible = [index for index in found if trace.records[index].shape_read == reads_shape]
     kept = [index for index in eligible if not trace.records[index].dropped]
