@@ -361,6 +361,36 @@ class EmptyBranch(nn.Module):
         return self.proj(x).index_put((x.abs().sum(-1) > 1e9,), self.side(chosen))
 
 
+class ZeroConvBlock(nn.Module):
+    """A residual conv block whose last batch norm holds zero weights: its branch adds exact zeros."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv1 = ConvBlock(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        nn.init.zeros_(self.bn2.weight)
+
+    def forward(self, x):
+        return x + self.bn2(self.conv2(self.conv1(x)))
+
+
+class SplitStage(nn.Module):
+    """Splits its features in two halves (one call, two outputs); only the second half runs through
+    blocks whose branches add zeros, so each block's output equals the half it started from."""
+
+    def __init__(self, channels: int = 8, depth: int = 2):
+        super().__init__()
+        self.expand = nn.Conv2d(channels, 2 * channels, 1)
+        self.norm = nn.BatchNorm2d(2 * channels)  # folded into the convolution by the exporter
+        self.blocks = nn.Sequential(*[ZeroConvBlock(channels) for _ in range(depth)])
+        self.merge = nn.Conv2d(2 * channels, channels, 1)
+
+    def forward(self, x):
+        kept, worked = self.norm(self.expand(x)).split(x.shape[1], dim=1)
+        return self.merge(torch.cat([kept, self.blocks(worked)], dim=1))
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -420,6 +450,10 @@ def empty_branch():
     return _seeded(EmptyBranch, ("x", (2, 6, 16)))
 
 
+def split_stage():
+    return _seeded(SplitStage, ("x", (2, 8, 4, 4)))
+
+
 def _transformers_model(config_class: str, model_class: str, **config):
     import transformers
 
@@ -467,4 +501,5 @@ CUSTOM_CASES: dict = {
     "faint_convs": faint_convs,
     "faint_conv_norms": faint_conv_norms,
     "empty_branch": empty_branch,
+    "split_stage": split_stage,
 }

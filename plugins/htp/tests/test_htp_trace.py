@@ -104,3 +104,27 @@ def test_a_parameter_reshaped_to_broadcast_is_found_as_its_parameter():
     shaped = [name for name in facts.params if name.startswith("onnx::Mul")]
     assert shaped and all(any(p.endswith(".scale") or p.endswith(".weight") for p in facts.params[name])
                           for name in shaped), {name: facts.params[name] for name in shaped}
+
+
+def test_every_output_of_a_split_node_is_matched_to_the_one_split_call():
+    """One call of several outputs is one node: its second output stays the split's, though a later call
+    (a block whose branch adds zeros) holds the same value and the split is already matched."""
+    import onnx
+
+    from modelexport_htp.project import project, read_initializers
+    from modelexport_htp.values import intermediate_values
+
+    model, inputs = build("split_stage")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "m.onnx"
+        ctx = make_context(model, inputs)
+        export_torchscript(ctx, path)
+        graph = onnx.load(str(path))
+    trace = trace_execution(ctx)
+    values = intermediate_values(graph, ctx.input_names, tuple(ctx.args), None)
+    projection = project(graph, values, trace, read_initializers(graph, trace))
+    split = next(i for i, node in enumerate(graph.graph.node) if node.op_type == "Split")
+    assert trace.records[projection.matched[split]].op.endswith("split")
+    second = graph.graph.node[split].output[1]
+    readers = [i for i, node in enumerate(graph.graph.node) if second in node.input and node.op_type == "Conv"]
+    assert readers and all(trace.records[projection.matched[i]].module == "blocks.0.conv1.conv" for i in readers)

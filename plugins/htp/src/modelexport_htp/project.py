@@ -229,6 +229,7 @@ def project(
         # have been folded into one of them (a batch norm into the convolution before it)
         around = (frozenset().union(*identifying, *(reach[name][0] for name in node.input if name in reach)),
                   may_hold or any(reach[name][1] for name in node.input if name in reach))
+        this_node: set[int] = set()  # calls matched to this node's earlier outputs
         for output in node.output:
             value = values.get(output)
             measured = measure(value) if value is not None and getattr(value, "dtype", None) is not None \
@@ -270,10 +271,14 @@ def project(
                 continue
             reach[output] = (frozenset().union(*identifying), any(name in computed for name in node.input))
             # a call already matched stays eligible for the node reading its output and its parameters
-            # (the bias added after a matrix product whose output already equalled the call's)
+            # (the bias added after a matrix product whose output already equalled the call's), and for
+            # the other outputs of the node it was matched to (one call of several outputs is one node)
             chosen = min(found, key=lambda c: (
-                -c[1], -c[2], c[0] in used_records and not (c[2] > 0 and frozenset([c[0]]) in frontier), c[3]
+                -c[1], -c[2],
+                c[0] in used_records and c[0] not in this_node and not (c[2] > 0 and frozenset([c[0]]) in frontier),
+                c[3],
             ))[0]
+            this_node.add(chosen)
             if frontier:
                 anchors[output] = frozenset([frozenset([chosen])])
             else:
