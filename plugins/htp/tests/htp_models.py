@@ -391,6 +391,27 @@ class SplitStage(nn.Module):
         return self.merge(torch.cat([kept, self.blocks(worked)], dim=1))
 
 
+class LoudConvs(nn.Module):
+    """Convolutions whose activations grow tenfold per block, each with a batch norm the exporter folds into
+    it: the fold rounds differently, and elements that sum large terms to nearly zero keep that error."""
+
+    def __init__(self, channels: int = 16, depth: int = 4):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(channels, channels, 3, padding=1) for _ in range(depth)])
+        self.norms = nn.ModuleList([nn.BatchNorm2d(channels) for _ in range(depth)])
+        self.acts = nn.ModuleList([nn.ReLU() for _ in range(depth)])
+        with torch.no_grad():
+            for conv, norm in zip(self.convs, self.norms):
+                conv.weight.mul_(30.0)
+                norm.running_mean.uniform_(-1.0, 1.0)
+                norm.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        for conv, norm, act in zip(self.convs, self.norms, self.acts):
+            x = act(norm(conv(x))) + x
+        return x
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -450,6 +471,10 @@ def empty_branch():
     return _seeded(EmptyBranch, ("x", (2, 6, 16)))
 
 
+def loud_convs():
+    return _seeded(LoudConvs, ("x", (2, 16, 8, 8)))
+
+
 def split_stage():
     return _seeded(SplitStage, ("x", (2, 8, 4, 4)))
 
@@ -502,4 +527,5 @@ CUSTOM_CASES: dict = {
     "faint_conv_norms": faint_conv_norms,
     "empty_branch": empty_branch,
     "split_stage": split_stage,
+    "loud_convs": loud_convs,
 }

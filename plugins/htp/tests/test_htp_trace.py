@@ -128,3 +128,28 @@ def test_every_output_of_a_split_node_is_matched_to_the_one_split_call():
     second = graph.graph.node[split].output[1]
     readers = [i for i, node in enumerate(graph.graph.node) if second in node.input and node.op_type == "Conv"]
     assert readers and all(trace.records[projection.matched[i]].module == "blocks.0.conv1.conv" for i in readers)
+
+
+def test_a_few_elements_that_cancelled_may_keep_the_rounding_of_large_terms():
+    """Values in the thousands: an element summing large terms to nearly zero differs by float32's rounding of
+    those terms. A few such elements keep two values equal; many do not, and a sentinel mask widens nothing."""
+    import numpy as np
+
+    from modelexport_htp.value_index import ValueIndex, same_values
+
+    rng = np.random.default_rng(0)
+    loud = (rng.standard_normal((4, 64, 8)) * 3000).astype(np.float32)
+    rounded = loud.copy()
+    rounded.flat[[5, 700, 1500]] = loud.flat[[5, 700, 1500]] * 0 + 1e-3  # three elements cancelled to ~0
+    loud.flat[[5, 700, 1500]] = 0.0
+    assert same_values(loud, rounded)
+    index: ValueIndex[str] = ValueIndex()
+    index.add("loud", loud)
+    assert index.find(rounded) == ["loud"]
+    zeros, many = loud.copy(), loud.copy()
+    zeros.flat[::20], many.flat[::20] = 0.0, 1e-3  # one element in twenty: not a few
+    assert not same_values(zeros, many)
+    scores = rng.standard_normal((4, 64, 8)).astype(np.float32)
+    masked = np.where(rng.random((4, 64, 8)) < 0.9, np.float32(-3.4e38), scores)  # mostly masked
+    other = np.where(masked < -1e30, masked, masked + 0.5)  # the same mask, other scores
+    assert not same_values(masked, other)

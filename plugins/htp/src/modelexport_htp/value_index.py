@@ -4,6 +4,13 @@ The absolute part of the tolerance shrinks with a tensor's own scale when that i
 one: with random weights, activations may fade to 1e-20 layer after layer, and a fixed
 absolute tolerance would call every such tensor equal to every other of its shape.
 
+Rounding also grows with magnitude: where a tensor holds values in the thousands, an element
+that sums large terms to nearly zero keeps the error of those terms (float32 keeps about seven
+digits of the largest), far above the absolute tolerance. A few such elements (at most one in
+:data:`CANCELLED_SHARE`) may differ by up to :data:`CANCELLED_RTOL` times the largest finite
+magnitude of the two values. Counting them, not widening the tolerance for every element, keeps
+sentinels out of it: a mask of -3.4e38 raises the bound of a few elements, not of all.
+
 Every candidate is filed under its shape, element kind and count of non-finite
 elements, and sorted by the sum of its absolute values; a look-up only compares the
 candidates whose sum is within what the tolerance allows, so matching stays cheap
@@ -22,6 +29,10 @@ if TYPE_CHECKING:
 RTOL = 1e-3
 ATOL = 1e-4
 SAMPLE = 64
+CANCELLED_RTOL = 1e-5
+"""How far, relative to the largest finite magnitude, an element that cancelled to near zero may differ."""
+CANCELLED_SHARE = 64
+"""At most one element in this many may differ that much (and none in a value of fewer elements)."""
 TINY = 1.1754944e-38
 """The smallest normal float32: below it a value has lost its digits (subnormal) and tells nothing."""
 Key = TypeVar("Key", bound=Hashable)
@@ -123,9 +134,15 @@ def same_values(
         return False
     atol = ATOL * max(scale(a) if scale_a is None else scale_a, scale(b) if scale_b is None else scale_b, TINY)
     if a.size >= 2 * SAMPLE and not sampled:  # most unequal pairs differ everywhere: reject them on a sample first
-        if not _close(_sample(a), _sample(b), atol):
+        sample_a = _sample(a)
+        if not _close(sample_a, _sample(b), atol, _sample_allowance(sample_a.size) if a.size >= CANCELLED_SHARE else 0):
             return False
-    return _close(a, b, atol)
+    return _close(a, b, atol, a.size // CANCELLED_SHARE)
+
+
+def _sample_allowance(samples: int) -> int:
+    """How many of ``samples`` sampled elements may be cancelled ones: twice the share expected at most."""
+    return max(1, 2 * samples // CANCELLED_SHARE)
 
 
 def _sample(array: "np.ndarray") -> "np.ndarray":
@@ -136,7 +153,7 @@ def _sample(array: "np.ndarray") -> "np.ndarray":
 
 
 def _samples_close(
-    samples: "np.ndarray", scales: "np.ndarray", sample: "np.ndarray", own_scale: float
+    samples: "np.ndarray", scales: "np.ndarray", sample: "np.ndarray", own_scale: float, size: int = 0
 ) -> "np.ndarray":
     """Which rows of ``samples`` (float64) are close to ``sample``, each with the tolerance :func:`same_values` uses."""
     import numpy as np
@@ -146,10 +163,13 @@ def _samples_close(
     with np.errstate(invalid="ignore", over="ignore"):
         close = (samples == query) | (np.abs(query - samples) <= atol[:, None] + RTOL * np.abs(samples))
         close |= np.isnan(samples) & np.isnan(query)
-    return close.all(axis=1)
+    # a few sampled elements may be ones that cancelled (the whole comparison decides): see the module's note
+    return close.sum(axis=1) >= samples.shape[1] - (_sample_allowance(samples.shape[1]) if size >= CANCELLED_SHARE else 0)
 
 
-def _close(a: "np.ndarray", b: "np.ndarray", atol: float) -> bool:
+def _close(a: "np.ndarray", b: "np.ndarray", atol: float, cancelled: int = 0) -> bool:
+    """``allclose`` with ``atol``, except that up to ``cancelled`` elements may instead be within
+    :data:`CANCELLED_RTOL` of the largest finite magnitude (see the module's note)."""
     import numpy as np
 
     if a.dtype.kind in "fc" or b.dtype.kind in "fc":
@@ -157,12 +177,25 @@ def _close(a: "np.ndarray", b: "np.ndarray", atol: float) -> bool:
             return True
         with np.errstate(invalid="ignore", over="ignore"):
             if a.dtype == b.dtype == np.float32:  # allclose's rule in the values' own precision: no copies
-                if bool((np.abs(a - b) <= atol + RTOL * np.abs(b)).all()):
+                outside = ~(np.abs(a - b) <= atol + RTOL * np.abs(b))
+                if not outside.any():
                     return True
                 if bool(np.isfinite(a).all()) and bool(np.isfinite(b).all()):
-                    return False  # NaN and infinities aside, the rule said no
+                    # NaN and infinities aside, the rule said no, except for a few cancelled elements
+                    return cancelled > 0 and _cancelled(a, b, outside, cancelled)
             return bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=RTOL, atol=atol, equal_nan=True))
     return bool(np.array_equal(a, b))
+
+
+def _cancelled(a: "np.ndarray", b: "np.ndarray", outside: "np.ndarray", cancelled: int) -> bool:
+    """Whether the elements of two finite float32 values outside the tolerance are few (at most
+    ``cancelled``) and each within :data:`CANCELLED_RTOL` of the largest magnitude of either value."""
+    import numpy as np
+
+    if int(np.count_nonzero(outside)) > cancelled:
+        return False
+    largest = max(float(np.abs(a).max()), float(np.abs(b).max()))
+    return bool((np.abs(a[outside].astype(np.float64) - b[outside]) <= CANCELLED_RTOL * largest).all())
 
 
 def _window(size: int, total: float, own_scale: float) -> tuple[float, float]:
@@ -248,7 +281,9 @@ class ValueIndex(Generic[Key]):
         samples = self._samples.get(bucket)
         sampled = samples is not None and last > first
         if sampled:  # one vectorised look at every candidate's sample rejects most of them
-            rows = _samples_close(samples[0][first:last], samples[1][first:last], _sample(value), own_scale)
+            rows = _samples_close(
+                samples[0][first:last], samples[1][first:last], _sample(value), own_scale, value.size
+            )
             positions = (first + int(offset) for offset in rows.nonzero()[0])
         found: dict[Key, int] = {}
         for position in positions:
