@@ -412,6 +412,40 @@ class LoudConvs(nn.Module):
         return x
 
 
+class AddMatrix(nn.Module):
+    """A linear layer written as ``addmm`` on a view, reading the extent it folds (``x.size(-1)``)."""
+
+    def __init__(self, inputs: int, outputs: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(inputs, outputs) * 0.1)
+        self.bias = nn.Parameter(torch.randn(outputs) * 0.1)
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.weight.shape[1],)
+        return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(size_out)
+
+
+class RootExtents(nn.Module):
+    """The root reads ``h.size(-1)`` before its children read the same extent of the same tensor (the
+    exporter merges the two reads into the root's), and slices a buffer of positions (which the exporter
+    writes as a Constant node) for an embedding; the tensor read is the result of adding zero."""
+
+    def __init__(self, vocab: int = 32, width: int = 16, positions: int = 64):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(positions, width)
+        self.register_buffer("position_ids", torch.arange(positions), persistent=False)
+        self.up = AddMatrix(width, 2 * width)
+        self.down = AddMatrix(2 * width, width)
+
+    def forward(self, ids):
+        shape = ids.size()
+        kinds = 0  # no embedding of token kinds: adding it changes nothing, and the exporter writes no node
+        h = self.tokens(ids) + self.positions(self.position_ids[None, : ids.size(-1)]) + kinds
+        out_shape = shape + (h.size(-1),)
+        return self.down(torch.relu(self.up(h))).view(*out_shape)
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -475,6 +509,11 @@ def loud_convs():
     return _seeded(LoudConvs, ("x", (2, 16, 8, 8)))
 
 
+def root_extents():
+    torch.manual_seed(0)
+    return RootExtents().eval(), {"ids": torch.randint(0, 32, (2, 6))}
+
+
 def split_stage():
     return _seeded(SplitStage, ("x", (2, 8, 4, 4)))
 
@@ -528,4 +567,5 @@ CUSTOM_CASES: dict = {
     "empty_branch": empty_branch,
     "split_stage": split_stage,
     "loud_convs": loud_convs,
+    "root_extents": root_extents,
 }

@@ -67,6 +67,9 @@ def tag_nodes(
             continue
         producers = index.node_producers(graph, node_index)
         reads = [p for p in producers if p in projection.matched and trace.records[projection.matched[p]].shape_read]
+        if graph.node[node_index].op_type == "Squeeze":
+            # ``x.size(d)`` is written as a Slice of one extent, then a Squeeze of it: one read
+            reads += [p for p in producers if graph.node[p].op_type == "Slice" and how.get(keys[p]) == "shape element"]
         if reads and all(p in reads or not index.node_producers(graph, p) for p in producers):
             # an element of a read shape (``height = x.shape[2]``) is taken where the shape was read
             modules[node_index] = modules[reads[0]]

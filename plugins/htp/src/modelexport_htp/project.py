@@ -170,6 +170,19 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
         if array.size <= SMALL_SIZE:
             facts.small[initializer.name] = array
     for node in onnx_model.graph.node:
+        if node.op_type == "Constant" and len(node.output) == 1:
+            # a buffer the exporter wrote as a Constant node (position ids) is that buffer: only exact
+            # copies of values that say which one count, so that no axis list or fill value is a weight
+            tensor = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
+            array = numpy_helper.to_array(tensor) if tensor is not None else None
+            if array is not None and array.size > SMALL_SIZE and informative(array):
+                found = set(exact.find(array, value_checksum(array)))
+                squeezed = _squeezed(array)
+                if not found and squeezed is not None:  # reshaped to broadcast
+                    found.update(exact.find(squeezed))
+                if found:
+                    facts.params[node.output[0]] = frozenset(found)
+                    facts.informative.add(node.output[0])
         if node.op_type == "Identity" and node.input and node.input[0] in facts.params:
             facts.params[node.output[0]] = facts.params[node.input[0]]
             if node.input[0] in facts.informative:
@@ -291,7 +304,7 @@ def project(
                 if first is not None:
                     projection.folded.setdefault(node_index, first)
     _align_backwards(graph, values, trace, projection, used_records, node_holds)
-    _last_reads_before_use(graph, projection, shape_reads, trace)
+    _last_reads_before_use(graph, projection, shape_reads, trace, values)
     return projection
 
 
@@ -332,8 +345,14 @@ def _shape_reads(
     upstream = {record for group in frontier if len(group) == 1 for record in group}
     records = trace.records
 
+    def unchanged(record: int) -> bool:  # ``x + 0``, ``x * 1``: one recorded input, returned exactly
+        source = records[records[record].inputs[0]]
+        return bool(records[record].outputs) and bool(source.outputs) and _identical(
+            records[record].outputs[0], source.outputs[0]
+        )
+
     def undropped(record: int) -> int:
-        while records[record].dropped and len(records[record].inputs) == 1:
+        while len(records[record].inputs) == 1 and (records[record].dropped or unchanged(record)):
             record = records[record].inputs[0]
         return record
 
@@ -354,12 +373,24 @@ def _shape_reads(
     )
 
 
+def _identical(a: "np.ndarray", b: "np.ndarray") -> bool:
+    """The same shape, element type and elements."""
+    import numpy as np
+
+    return hasattr(a, "shape") and hasattr(b, "shape") and a.shape == b.shape and a.dtype == b.dtype \
+        and bool(np.array_equal(a, b))
+
+
 def _depth(qualname: str) -> int:
     return qualname.count(".") + 1 if qualname else 0
 
 
 def _last_reads_before_use(
-    graph: "onnx.GraphProto", projection: Projection, shape_reads: dict[int, list[int]], trace: Trace
+    graph: "onnx.GraphProto",
+    projection: Projection,
+    shape_reads: dict[int, list[int]],
+    trace: Trace,
+    values: dict[str, "np.ndarray"] | None = None,
 ) -> None:
     """Match each shape-reading node to the read of its tensor that the first call using it saw.
 
@@ -367,7 +398,11 @@ def _last_reads_before_use(
     and drops reads nothing used; the calls that use the shape are the matched nodes it
     flows into through unmatched arithmetic. Of the reads before the first such call, the
     first made in the innermost module around that call is taken (it was read there and
-    used there), otherwise the last one (read by an earlier module and handed on).
+    used there), otherwise the last one (read by an earlier module and handed on). Where
+    every use of the node takes one extent of the shape, the reads of that extent
+    (``x.size(-1)``) are preferred, and a read of one extent written exactly as an earlier read
+    of the same tensor (``x.size(-1)`` twice) is that earlier read: the exporter merges
+    identical calls into the first (reads of the whole shape it writes anew where used).
     """
     consumers: dict[str, list[int]] = defaultdict(list)
     for i, node in enumerate(graph.node):
@@ -388,13 +423,59 @@ def _last_reads_before_use(
                     first_use = use if first_use is None else min(first_use, use)
                 else:
                     pending.extend(graph.node[consumer].output)
+        dim = _extent_taken(graph, node_index, consumers, values or {})
+        if dim is not None:
+            extent = [read for read in reads if _normal_dim(trace.records[read].read_dim, dim[1]) == dim[0]]
+            reads = extent or reads
         before = [read for read in reads if first_use is None or read < first_use]
         if not before:
             continue
         user = trace.records[first_use].module if first_use is not None else ""
         around = [read for read in before if is_ancestor(trace.records[read].module, user)]
         nearest = min(around, key=lambda read: (-_depth(trace.records[read].module), read), default=None)
-        projection.matched[node_index] = before[-1] if nearest is None else nearest
+        chosen = before[-1] if nearest is None else nearest
+        written = trace.records[chosen].read_dim
+        projection.matched[node_index] = chosen if written is None else next(
+            read for read in reads if trace.records[read].read_dim == written
+            and trace.records[read].inputs == trace.records[chosen].inputs
+        )
+
+
+def _normal_dim(dim: int | None, rank: int) -> int | None:
+    return None if dim is None or rank == 0 else dim % rank
+
+
+def _extent_taken(
+    graph: "onnx.GraphProto", node_index: int, consumers: dict[str, list[int]], values: dict[str, "np.ndarray"]
+) -> tuple[int, int] | None:
+    """(dimension, rank) where every node using a Shape node's output takes that one extent (a Gather of one
+    constant index, a Slice of one element), else ``None``."""
+    output = graph.node[node_index].output[0]
+    shape = values.get(output)
+    rank = int(getattr(shape, "size", 0))
+    if not rank:
+        return None
+    taken: set[int] = set()
+    for consumer in consumers.get(output, []):
+        node = graph.node[consumer]
+        if node.op_type == "Gather" and len(node.input) > 1 and node.input[0] == output:
+            index = values.get(node.input[1])
+            if index is None or getattr(index, "size", 0) != 1:
+                return None
+            taken.add(int(index.reshape(-1)[0]) % rank)
+        elif node.op_type == "Slice" and len(node.input) > 2 and node.input[0] == output:
+            starts, ends = values.get(node.input[1]), values.get(node.input[2])
+            if starts is None or ends is None or getattr(starts, "size", 0) != 1:
+                return None
+            start = int(starts.reshape(-1)[0]) % rank
+            end = int(ends.reshape(-1)[0])
+            end = min(end % rank if end < 0 else end, rank)
+            if end != start + 1:
+                return None
+            taken.add(start)
+        else:
+            return None
+    return (taken.pop(), rank) if len(taken) == 1 else None
 
 
 def _initializer_shapes(onnx_model: "onnx.ModelProto") -> dict[str, tuple[int, ...]]:

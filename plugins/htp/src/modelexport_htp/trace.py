@@ -46,6 +46,8 @@ class OpRecord:
     """The call returned one of its inputs unchanged (``.to`` to the same dtype, dropout in eval)."""
     shape_read: bool = False
     """The call read a tensor's shape (``.shape``, ``.size()``); its output is that shape as integers."""
+    read_dim: int | None = None
+    """For a shape read of one extent (``x.size(-1)``), the dimension as written; ``None`` for the whole shape."""
 
     @property
     def dropped(self) -> bool:
@@ -183,14 +185,16 @@ class _Recorder:
         self.producer[id(tensor)] = record.index
         self.alive.append(tensor)
 
-    def record_shape_read(self, op: str, args: tuple, result: Any) -> None:
-        """A read of a tensor's whole shape: where the shape arithmetic that follows was written."""
+    def record_shape_read(self, op: str, args: tuple, result: Any, dim: int | None = None) -> None:
+        """A read of a tensor's shape: where the shape arithmetic that follows was written."""
         import torch
 
         tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if tensor is None or id(tensor) not in self.producer:
             return
-        record = OpRecord(len(self.records), op, tuple(self.stack), (self.producer[id(tensor)],), (), shape_read=True)
+        record = OpRecord(
+            len(self.records), op, tuple(self.stack), (self.producer[id(tensor)],), (), shape_read=True, read_dim=dim
+        )
         record.outputs.append(torch.tensor(list(result), dtype=torch.int64))
         self.records.append(record)
 
@@ -199,6 +203,12 @@ class _Recorder:
 
         if isinstance(result, torch.Size):
             self.record_shape_read(op, args, result)
+            return
+        if isinstance(result, int) and op.rpartition(".")[2] == "size" and args and isinstance(args[0], torch.Tensor):
+            # ``x.size(d)`` returns one extent, but the exporter writes it as a read of the whole shape
+            # (Shape, then Gather): it is a shape read as much as ``x.shape[d]``
+            dim = args[1] if len(args) > 1 else kwargs.get("dim")
+            self.record_shape_read(op, args, args[0].shape, dim if isinstance(dim, int) else None)
             return
         outputs = list(_tensors(result))
         if not outputs and _mutates_first_argument(op) and args and hasattr(args[0], "detach"):
