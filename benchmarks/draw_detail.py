@@ -17,6 +17,7 @@ import onnx  # noqa: E402
 from modelexport_core import make_context
 from modelexport_core.format.reference import dynamo_node_modules, torchscript_node_modules
 from modelexport_core.plugin.discovery import get_strategy
+from modelexport_core.prepare.wrapper import export_settings
 from modelexport_core.testing import sibling_contamination
 
 name, strategy = sys.argv[1], sys.argv[2]
@@ -26,7 +27,8 @@ ctx = make_context(model, inputs, by_keyword=True)
 info = get_strategy(strategy)
 with tempfile.TemporaryDirectory() as d:
     path = Path(d) / "m.onnx"
-    result = info.strategy().export(ctx, path)
+    with export_settings(model):  # the kernels the pipeline exports with (experts as batched matmuls)
+        result = info.strategy().export(ctx, path)
     om = onnx.load(str(path))
 ref = dynamo_node_modules(om) if result.exporter == "dynamo" else torchscript_node_modules(om, [n for n, _ in ctx.module.named_modules()])
 scoped = [k for k, v in ref.items() if v is not None]

@@ -446,6 +446,35 @@ class RootExtents(nn.Module):
         return self.down(torch.relu(self.up(h))).view(*out_shape)
 
 
+class RowNorm(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(width) + 0.5)
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+class UnorderedExperts(nn.Module):
+    """Experts chosen by ``topk(sorted=False)``: the order of the chosen experts is unspecified, and the
+    runtime may order them otherwise, with every row computed from them (a norm of each expert's output)."""
+
+    def __init__(self, width: int = 16, experts: int = 8, chosen: int = 3):
+        super().__init__()
+        self.chosen = chosen
+        self.gate = nn.Linear(width, experts, bias=False)
+        self.weights = nn.Parameter(torch.randn(experts, width, width) * 0.2)
+        self.norm = RowNorm(width)
+
+    def forward(self, x):
+        tokens = x.reshape(-1, x.shape[-1])
+        scores, index = torch.topk(torch.sigmoid(self.gate(tokens)), self.chosen, dim=-1, sorted=False)
+        picked = self.weights[index.reshape(-1)]  # (tokens * chosen, width, width)
+        rows = torch.bmm(picked, tokens.repeat_interleave(self.chosen, dim=0).unsqueeze(-1)).squeeze(-1)
+        rows = self.norm(rows) * scores.reshape(-1, 1)
+        return rows.reshape(tokens.shape[0], self.chosen, -1).sum(1).reshape(x.shape)
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -514,6 +543,10 @@ def root_extents():
     return RootExtents().eval(), {"ids": torch.randint(0, 32, (2, 6))}
 
 
+def unordered_experts():
+    return _seeded(UnorderedExperts, ("x", (2, 8, 16)))
+
+
 def split_stage():
     return _seeded(SplitStage, ("x", (2, 8, 4, 4)))
 
@@ -568,4 +601,5 @@ CUSTOM_CASES: dict = {
     "split_stage": split_stage,
     "loud_convs": loud_convs,
     "root_extents": root_extents,
+    "unordered_experts": unordered_experts,
 }

@@ -153,3 +153,21 @@ def test_a_few_elements_that_cancelled_may_keep_the_rounding_of_large_terms():
     masked = np.where(rng.random((4, 64, 8)) < 0.9, np.float32(-3.4e38), scores)  # mostly masked
     other = np.where(masked < -1e30, masked, masked + 0.5)  # the same mask, other scores
     assert not same_values(masked, other)
+
+
+def test_a_value_holding_a_recorded_one_in_another_order_is_found_as_it():
+    """``topk(sorted=False)`` leaves the order to the runtime: the rows computed from it come in another
+    order, and only their elements, sorted, equal the recorded value."""
+    import numpy as np
+
+    from modelexport_htp.value_index import ValueIndex
+
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((6, 16)).astype(np.float32)
+    index: ValueIndex[str] = ValueIndex()
+    index.add("rows", rows)
+    index.add("other", rng.standard_normal((6, 16)).astype(np.float32))
+    swapped = rows[[1, 0, 3, 2, 5, 4]]
+    assert index.find(swapped) == []
+    assert index.find_permuted(swapped) == ["rows"]
+    assert index.find_permuted(swapped, limit=0) == []  # too many candidates to sort: none

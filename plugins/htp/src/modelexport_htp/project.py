@@ -256,8 +256,11 @@ def project(
                 )
                 found = [(shape_reads[node_index][0], 1, 0, 0)] if shape_reads[node_index] else []
             elif value is not None and informative(value, own_scale):
+                # no value equal to it: one holding its elements in another order (a result whose
+                # order is unspecified, and the values computed from it row by row)
+                same = candidates.find(value, measured) or candidates.find_permuted(value, measured)
                 found = _plausible(
-                    candidates.find(value, measured), frontier, latest, held, trace, ancestors, dependent, may_hold,
+                    same, frontier, latest, held, trace, ancestors, dependent, may_hold,
                     reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
                     holds=node_holds[node_index], holds_around=around,
                 )

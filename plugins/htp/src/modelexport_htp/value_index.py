@@ -33,6 +33,8 @@ CANCELLED_RTOL = 1e-5
 """How far, relative to the largest finite magnitude, an element that cancelled to near zero may differ."""
 CANCELLED_SHARE = 64
 """At most one element in this many may differ that much (and none in a value of fewer elements)."""
+PERMUTED_LIMIT = 32
+"""The most candidates :meth:`ValueIndex.find_permuted` sorts for one look-up."""
 TINY = 1.1754944e-38
 """The smallest normal float32: below it a value has lost its digits (subnormal) and tells nothing."""
 Key = TypeVar("Key", bound=Hashable)
@@ -266,6 +268,33 @@ class ValueIndex(Generic[Key]):
             return []
         bucket = (measured or measure(value))[0]
         return sorted({key for entry in self._bucket(bucket)[1] for key in entry[1]})
+
+    def find_permuted(
+        self, value: "np.ndarray", measured: tuple[tuple, float, float] | None = None, limit: int = PERMUTED_LIMIT
+    ) -> list[Key]:
+        """Keys of the values holding ``value``'s elements in another order (sorted, they are equal), sorted.
+
+        An operation whose result order is unspecified (``topk(sorted=False)``) may order its result
+        differently in each runtime, and every value computed from it row by row follows. The sum of
+        absolute values ignores order, so only the candidates in its window are sorted, and none where
+        more than ``limit`` are.
+        """
+        import numpy as np
+
+        if not hasattr(value, "dtype") or value.dtype.kind not in "fciub" or value.size < 2:
+            return []
+        bucket, total, own_scale = measured or measure(value)
+        totals, entries = self._bucket(bucket)
+        low, high = _window(value.size, total, own_scale)
+        first, last = bisect_left(totals, low), bisect_right(totals, high)
+        if last == first or last - first > limit:
+            return []
+        ordered = np.sort(value, axis=None)
+        found: set[Key] = set()
+        for _, keys, candidate, candidate_scale in entries[first:last]:
+            if same_values(ordered, np.sort(candidate, axis=None), own_scale, candidate_scale):
+                found.update(keys)
+        return sorted(found)
 
     def find(self, value: "np.ndarray", measured: tuple[tuple, float, float] | None = None) -> list[Key]:
         """Keys of the values equal to ``value``, sorted, each once; ``measured``: its :func:`measure`, if known."""
