@@ -475,6 +475,21 @@ class UnorderedExperts(nn.Module):
         return rows.reshape(tokens.shape[0], self.chosen, -1).sum(1).reshape(x.shape)
 
 
+class RolledWindows(nn.Module):
+    """A roll over two axes (the exporter writes a slice-and-concatenate per axis: the first half-rolled
+    value holds the rolled one's elements in another order), then a crop that keeps everything."""
+
+    def __init__(self, width: int = 16):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x):
+        height, width = x.shape[1], x.shape[2]
+        rolled = torch.roll(self.proj(x), shifts=(1, 1), dims=(1, 2))
+        return self.norm(rolled[:, :height, :width, :].contiguous())
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -547,6 +562,10 @@ def unordered_experts():
     return _seeded(UnorderedExperts, ("x", (2, 8, 16)))
 
 
+def rolled_windows():
+    return _seeded(RolledWindows, ("x", (2, 4, 4, 16)))
+
+
 def split_stage():
     return _seeded(SplitStage, ("x", (2, 8, 4, 4)))
 
@@ -602,4 +621,5 @@ CUSTOM_CASES: dict = {
     "loud_convs": loud_convs,
     "root_extents": root_extents,
     "unordered_experts": unordered_experts,
+    "rolled_windows": rolled_windows,
 }

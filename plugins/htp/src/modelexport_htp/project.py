@@ -222,6 +222,8 @@ def project(
     carried: dict[str, tuple[frozenset[str], bool]] = {}
     reach: dict[str, tuple[frozenset[str], bool]] = {}
     node_holds: dict[int, tuple[frozenset[str], bool]] = {}
+    loose: set[int] = set()  # calls matched only to values holding their elements in another order
+    produced: dict[str, int] = {}  # the call matched to the node making each value
 
     for node_index, node in enumerate(graph.node):
         frontier: set[frozenset[int]] = set()
@@ -249,6 +251,7 @@ def project(
                 and value.dtype.kind in "fciub" else None
             own_scale = measured[2] if measured is not None else None
             found: list[tuple[int, int, int, int]] = []
+            reordered = False
             if node.op_type == SHAPE_OP:
                 shape_reads[node_index] = _shape_reads(
                     candidates.find(value, measured) if value is not None else [], frontier, trace, used_records,
@@ -258,11 +261,15 @@ def project(
             elif value is not None and informative(value, own_scale):
                 # no value equal to it: one holding its elements in another order (a result whose
                 # order is unspecified, and the values computed from it row by row)
-                same = candidates.find(value, measured) or candidates.find_permuted(value, measured)
+                same = candidates.find(value, measured)
+                if not same:
+                    same = candidates.find_permuted(value, measured)
+                    reordered = bool(same)
                 found = _plausible(
                     same, frontier, latest, held, trace, ancestors, dependent, may_hold,
                     reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
                     holds=node_holds[node_index], holds_around=around,
+                    again=loose | {produced[name] for name in node.input if name in produced},
                 )
                 if len(found) > 1:
                     projection.ambiguous += 1
@@ -289,12 +296,20 @@ def project(
             # a call already matched stays eligible for the node reading its output and its parameters
             # (the bias added after a matrix product whose output already equalled the call's), and for
             # the other outputs of the node it was matched to (one call of several outputs is one node)
+            # a call matched only to a reordered value (which may be one step of a call that reorders: a
+            # roll written as slices and a concatenation) stays eligible for the node equal to it exactly
             chosen = min(found, key=lambda c: (
                 -c[1], -c[2],
-                c[0] in used_records and c[0] not in this_node and not (c[2] > 0 and frozenset([c[0]]) in frontier),
+                c[0] in used_records and c[0] not in this_node and (reordered or c[0] not in loose)
+                and not (c[2] > 0 and frozenset([c[0]]) in frontier),
                 c[3],
             ))[0]
             this_node.add(chosen)
+            produced[output] = chosen
+            if reordered:
+                loose.add(chosen)
+            else:
+                loose.discard(chosen)
             if frontier:
                 anchors[output] = frozenset([frozenset([chosen])])
             else:
@@ -591,12 +606,15 @@ def _plausible(
     skipped_params: int = 0,
     holds: tuple[frozenset[str], bool] = (frozenset(), True),
     holds_around: tuple[frozenset[str], bool] = (frozenset(), True),
+    again: set[int] | frozenset[int] = frozenset(),
 ) -> list[tuple[int, int, int, int]]:
     """The calls that could have produced a node's output: (record, inputs covered, parameters shared, distance).
 
     Causality first: the call must have run after every call the node's inputs came
-    from, or be one of them and read the same parameters as the node (an operation the
-    exporter split into several nodes, the last ones changing nothing). If no candidate
+    from, or be one of them and one the node continues (``again``: an operation the exporter
+    split into several nodes, the last ones changing nothing; it reads the same parameters as
+    the node, or was matched to the node whose output the node reads, or only to a value holding
+    its elements in another order). If no candidate
     is causal (an upstream match was wrong), a call that descends from at least one of
     those calls is accepted. A call that read recorded tensors, none of them upstream of
     the node, never is. Among equals the nearest call after the covered inputs wins.
@@ -629,10 +647,14 @@ def _plausible(
             if not dependent[index]:
                 causal.append((index, 0, shared, index))
             continue
+        # the node may also finish a call it continues (``again``): one reading parameters the node shares,
+        # one matched to the node whose output it reads (an exporter's later pieces of a call change
+        # nothing), or one matched so far only to a reordered value
+        continued = shared > 0 or index in again
         covered = [
             max(f for f in group if f == index or ancestors[index] >> f & 1)
             for group in frontier
-            if any((f == index and shared > 0) or ancestors[index] >> f & 1 for f in group)
+            if any((f == index and continued) or ancestors[index] >> f & 1 for f in group)
         ]
         if covered and shared == 0 and not folds and skipped_params:
             known = 0
@@ -647,7 +669,7 @@ def _plausible(
                 shared = -1
         distance = index - max(covered) if covered else index - latest
         entry = (index, len(covered), shared, distance)
-        if covered and (index > latest or (frozenset([index]) in frontier and shared > 0)):
+        if covered and (index > latest or (frozenset([index]) in frontier and continued)):
             causal.append(entry)
         elif covered:
             descending.append(entry)
