@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
 
 from modelexport_core.sdk import is_ancestor
 
@@ -101,6 +101,24 @@ def _squeezed(value: "np.ndarray") -> "np.ndarray | None":
         return None
     return value.reshape(tuple(size for size in value.shape if size != 1))
 
+
+class Held(NamedTuple):
+    """What a node, or a chain of nodes, holds of the model's weights."""
+
+    params: frozenset[str]
+    """The parameters whose values its initializers hold, where those values say which parameter they are."""
+    computed: bool
+    """Whether it also holds a tensor computed from weights (a folded norm): any parameter may be in it."""
+
+    @staticmethod
+    def union(own: Iterable[frozenset[str]], computed: bool, *others: "Held") -> "Held":
+        """What a node holds itself (``own``, ``computed``) together with what ``others`` hold."""
+        return Held(frozenset().union(*own, *(other.params for other in others)),
+                    computed or any(other.computed for other in others))
+
+
+NOTHING_KNOWN = Held(frozenset(), True)
+"""What a caller that tracks no weights passes: anything may be held."""
 
 ArrayReader = Callable[["onnx.TensorProto"], "np.ndarray"]
 """Reads an initializer's value (from the proto, or from the file a stub refers to)."""
@@ -219,9 +237,9 @@ def project(
     shapes = _initializer_shapes(onnx_model)
     derived = _parameter_derived(graph)
     computed = initializers.computed
-    carried: dict[str, tuple[frozenset[str], bool]] = {}
-    reach: dict[str, tuple[frozenset[str], bool]] = {}
-    node_holds: dict[int, tuple[frozenset[str], bool]] = {}
+    carried: dict[str, Held] = {}
+    reach: dict[str, Held] = {}
+    node_holds: dict[int, Held] = {}
     loose: set[int] = set()  # calls matched only to values holding their elements in another order
     produced: dict[str, int] = {}  # the call matched to the node making each value
 
@@ -237,13 +255,10 @@ def project(
         # call the exporter split (an LSTM node, then the squeeze and transpose giving the call's value);
         # only weights whose values say which parameter they are count (a zero bias equals every zero bias)
         identifying = [params_of[name] for name in node.input if params_of.get(name) and name in telling]
-        holds_params = frozenset().union(*identifying, *(carried[name][0] for name in node.input if name in carried))
-        holds_fold = may_hold or any(carried[name][1] for name in node.input if name in carried)
-        node_holds[node_index] = (holds_params, holds_fold)
+        node_holds[node_index] = Held.union(identifying, may_hold, *(carried[n] for n in node.input if n in carried))
         # the same, with the matched nodes these start from: a call skipped on the way to a candidate may
         # have been folded into one of them (a batch norm into the convolution before it)
-        around = (frozenset().union(*identifying, *(reach[name][0] for name in node.input if name in reach)),
-                  may_hold or any(reach[name][1] for name in node.input if name in reach))
+        around = Held.union(identifying, may_hold, *(reach[name] for name in node.input if name in reach))
         this_node: set[int] = set()  # calls matched to this node's earlier outputs
         for output in node.output:
             value = values.get(output)
@@ -292,7 +307,7 @@ def project(
                 carried[output] = node_holds[node_index]
                 reach[output] = around
                 continue
-            reach[output] = (frozenset().union(*identifying), any(name in computed for name in node.input))
+            reach[output] = Held.union(identifying, any(name in computed for name in node.input))
             # a call already matched stays eligible for the node reading its output and its parameters
             # (the bias added after a matrix product whose output already equalled the call's), and for
             # the other outputs of the node it was matched to (one call of several outputs is one node)
@@ -604,8 +619,8 @@ def _plausible(
     folds: bool = False,
     reads_shape: bool = False,
     skipped_params: int = 0,
-    holds: tuple[frozenset[str], bool] = (frozenset(), True),
-    holds_around: tuple[frozenset[str], bool] = (frozenset(), True),
+    holds: Held = NOTHING_KNOWN,
+    holds_around: Held = NOTHING_KNOWN,
     again: set[int] | frozenset[int] = frozenset(),
 ) -> list[tuple[int, int, int, int]]:
     """The calls that could have produced a node's output: (record, inputs covered, parameters shared, distance).
@@ -640,7 +655,7 @@ def _plausible(
         record = trace.records[index]
         shared = sum(1 for names in held if names & set(record.params))
         if record.params and not shared and not folds:
-            if frontier and not holds[1] and not holds[0] & set(record.params):
+            if frontier and not holds.computed and not holds.params & set(record.params):
                 continue  # neither the node nor the unmatched nodes before it hold its parameters
             shared = -1  # its parameters are nowhere in the node: most likely folded into another node
         if not frontier:
@@ -662,8 +677,8 @@ def _plausible(
                 known |= ancestors[call] | 1 << call
             skipped = ancestors[index] & ~known & skipped_params
             if skipped:
-                if not holds_around[1] and any(
-                    not holds_around[0] & set(trace.records[call].params) for call in _bits(skipped)
+                if not holds_around.computed and any(
+                    not holds_around.params & set(trace.records[call].params) for call in _bits(skipped)
                 ):
                     continue  # a call it skipped read parameters nothing before the node holds
                 shared = -1
@@ -684,7 +699,7 @@ def _align_backwards(
     trace: Trace,
     projection: Projection,
     used: set[int],
-    node_holds: dict[int, tuple[frozenset[str], bool]] | None = None,
+    node_holds: dict[int, Held] | None = None,
 ) -> None:
     """Check and complete the matches of producers against the recorded inputs of their consumers' calls.
 
@@ -716,8 +731,8 @@ def _align_backwards(
         """The call holds the value, and the producer could have performed it: a call reading parameters
         needs a producer (or the unmatched nodes before it) holding them, or a tensor computed from weights."""
         if records[record].params and node_holds is not None and source in node_holds:
-            names, fold = node_holds[source]
-            if not fold and not names & set(records[record].params):
+            held = node_holds[source]
+            if not held.computed and not held.params & set(records[record].params):
                 return False
         return any(same_values(value, out) for out in records[record].outputs)
 
