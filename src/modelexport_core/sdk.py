@@ -9,7 +9,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
   ``EVIDENCE_KIND``); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
   ``StreamedTensor``, ``StreamedModel``; values: ``value_checksum``, ``ExactValues``;
-- exporting: ``export_torchscript``, ``export_dynamo``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``,
+- exporting: ``export_torchscript``, ``export_dynamo``, ``export_in_turn``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``,
   ``recorded_output_names`` (the output names a capture's run recorded, where the model had not run before);
 - messages: ``first_line``.
 """
@@ -40,6 +40,7 @@ from modelexport_core.plugin.strategy import (
     StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
+    export_in_turn,
 )
 from modelexport_core.prepare.context import recorded_output_names, takes_keywords
 from modelexport_core.prepare.wrapper import fixed_keywords
@@ -59,6 +60,7 @@ __all__ = [
     "StreamedTensor",
     "TaggingResult",
     "TaggingStrategy",
+    "export_in_turn",
     "common_ancestor",
     "export_dynamo",
     "export_torchscript",

@@ -65,3 +65,24 @@ def test_when_every_exporter_fails_each_reason_is_given(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "get_strategy", lambda name: StrategyInfo(NoneWork, "test", "0"))
     with pytest.raises(ModelExportError, match="wrong: .*differs.*failing: .*no such exporter"):
         export_model(load_model("preset:bert"), tmp_path / "m.onnx", ExportOptions(strategies=["two_exporters"]))
+
+
+def test_a_strategy_called_directly_tries_its_own_exporters_in_turn():
+    """``export_in_turn``, for callers of the strategy API: ``auto`` goes on past a failing exporter and says
+    why; an exporter chosen is the only one tried."""
+    from modelexport_core.plugin.strategy import TaggingResult, export_in_turn
+
+    tried: list[str] = []
+
+    def make(exporter: str) -> TaggingResult:
+        tried.append(exporter)
+        if exporter == "first":
+            raise StrategyFailed("first export failed: unsupported operator")
+        return TaggingResult(node_modules={}, exporter=exporter)
+
+    result = export_in_turn(("first", "second"), "auto", make)
+    assert tried == ["first", "second"] and result.exporter == "second"
+    assert result.details["exporter_fallback"] == ["first export failed: unsupported operator"]
+    with pytest.raises(StrategyFailed, match="first export failed"):
+        export_in_turn(("first", "second"), "first", make)
+    assert tried[-1] == "first"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 if TYPE_CHECKING:  # torch and onnx are imported lazily so that listing strategies stays fast
     import onnx
@@ -163,6 +163,25 @@ EXPORTER_OPTION = StrategyOption(
 )
 """The ``exporter`` option of a strategy that lists several :attr:`TaggingStrategy.exporters`: left alone by the
 user, the core tries each exporter in turn (called directly, ``auto`` is the strategy's own order)."""
+
+
+def export_in_turn(
+    exporters: tuple[str, ...], choice: str, make: Callable[[str], TaggingResult]
+) -> TaggingResult:
+    """A strategy's own :data:`EXPORTER_OPTION` order: ``make(exporter)`` with the exporter chosen, or (``auto``)
+    with each of ``exporters`` in turn until one succeeds; the reasons of those that failed are kept in
+    ``details["exporter_fallback"]``. Each failure is a :class:`StrategyFailed` with a one-line reason."""
+    failures: list[str] = []
+    for exporter in exporters if choice == "auto" else (choice,):
+        try:
+            result = make(exporter)
+        except StrategyFailed as error:
+            failures.append(str(error))
+            continue
+        if failures:
+            result.details["exporter_fallback"] = failures
+        return result
+    raise StrategyFailed("; ".join(failures))
 
 
 class TaggingStrategy(ABC):

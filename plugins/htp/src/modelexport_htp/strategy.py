@@ -23,6 +23,7 @@ from modelexport_core.sdk import (
     TaggingResult,
     TaggingStrategy,
     export_dynamo,
+    export_in_turn,
     export_torchscript,
     first_line,
     hold_call_containment,
@@ -77,26 +78,20 @@ class HTPStrategy(TaggingStrategy):
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
         self.check(ctx)
-        choice = ctx.options.get("exporter", "auto")
-        attempts = ["torchscript", "dynamo"] if choice == "auto" else [choice]
-        failures = []
-        for exporter in attempts:
-            try:
-                export_plain(ctx, onnx_path, exporter)
-                break
-            except StrategyFailed as error:  # already one line, naming the exporter
-                failures.append(str(error))
-            except Exception as error:  # noqa: BLE001 - any exporter error means this exporter failed
-                failures.append(f"{exporter} export failed: {_one_line(error)}")
-        else:
-            raise StrategyFailed("; ".join(failures))
+        return export_in_turn(self.exporters, ctx.options.get("exporter", "auto"),
+                              lambda exporter: self._export_with(ctx, onnx_path, exporter))
+
+    def _export_with(self, ctx: ExportContext, onnx_path: Path, exporter: str) -> TaggingResult:
         from modelexport_core.sdk import load_graph
 
+        try:
+            export_plain(ctx, onnx_path, exporter)
+        except StrategyFailed:  # already one line, naming the exporter
+            raise
+        except Exception as error:  # noqa: BLE001 - any exporter error means this exporter failed
+            raise StrategyFailed(f"{exporter} export failed: {_one_line(error)}") from error
         # the graph only: onnxruntime and the initializer reads take the weights from the file
-        result = self._tag(ctx, load_graph(Path(onnx_path)), exporter, source=Path(onnx_path))
-        if failures:
-            result.details["exporter_fallback"] = failures
-        return result
+        return self._tag(ctx, load_graph(Path(onnx_path)), exporter, source=Path(onnx_path))
 
     def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
         """Tag an export made elsewhere: the projection needs only the graph and the example inputs."""

@@ -17,10 +17,10 @@ from modelexport_core.sdk import (
     ExportContext,
     GraphIndex,
     ModelMismatchError,
-    StrategyFailed,
     StrategyUnavailable,
     TaggingResult,
     TaggingStrategy,
+    export_in_turn,
     export_torchscript,
     fill_missing_modules,
     hold_call_containment,
@@ -57,20 +57,9 @@ class UsageBasedStrategy(TaggingStrategy):
 
     def export(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
         self.check(ctx)
-        choice = ctx.options.get("exporter", "auto")
-        if choice == "dynamo":
-            return self._export_dynamo(ctx, onnx_path)
-        try:
-            return self._export_torchscript(ctx, onnx_path)
-        except StrategyFailed as error:
-            if choice != "auto":
-                raise
-            try:
-                result = self._export_dynamo(ctx, onnx_path)
-            except StrategyFailed as second:
-                raise StrategyFailed(f"{error}; {second}") from second
-            result.details["exporter_fallback"] = [str(error)]
-            return result
+        exports = {"torchscript": self._export_torchscript, "dynamo": self._export_dynamo}
+        return export_in_turn(self.exporters, ctx.options.get("exporter", "auto"),
+                              lambda exporter: exports[exporter](ctx, onnx_path))
 
     def _export_dynamo(self, ctx: ExportContext, onnx_path: Path) -> TaggingResult:
         """A plain dynamo export, tagged as any file made elsewhere is (weights read from it as they are compared)."""
