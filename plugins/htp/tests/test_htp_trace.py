@@ -87,19 +87,25 @@ def test_a_faded_value_is_a_candidate_for_every_output_of_its_shape():
     assert index.of_shape(flushed) == [1, 2]  # ... but of the same shape
 
 
-def test_a_parameter_reshaped_to_broadcast_is_found_as_its_parameter():
-    """The exporter stores a ``(C,)`` scale applied as ``(C, 1, 1)`` as a new ``(C, 1, 1)`` initializer."""
+def _exported_and_traced(case: str):
+    """A test model's context, its plain TorchScript export (the graph) and its trace."""
     import onnx
 
-    from modelexport_htp.project import read_initializers
-
-    model, inputs = build("near_identity_stages")
+    model, inputs = build(case)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "m.onnx"
         ctx = make_context(model, inputs)
         export_torchscript(ctx, path)
         graph = onnx.load(str(path))
-    trace = trace_execution(ctx)
+    return ctx, graph, trace_execution(ctx)
+
+
+def test_a_parameter_reshaped_to_broadcast_is_found_as_its_parameter():
+    """The exporter stores a ``(C,)`` scale applied as ``(C, 1, 1)`` as a new ``(C, 1, 1)`` initializer."""
+
+    from modelexport_htp.project import read_initializers
+
+    ctx, graph, trace = _exported_and_traced("near_identity_stages")
     facts = read_initializers(graph, trace)
     shaped = [name for name in facts.params if name.startswith("onnx::Mul")]
     assert shaped and all(any(p.endswith(".scale") or p.endswith(".weight") for p in facts.params[name])
@@ -109,18 +115,11 @@ def test_a_parameter_reshaped_to_broadcast_is_found_as_its_parameter():
 def test_every_output_of_a_split_node_is_matched_to_the_one_split_call():
     """One call of several outputs is one node: its second output stays the split's, though a later call
     (a block whose branch adds zeros) holds the same value and the split is already matched."""
-    import onnx
 
     from modelexport_htp.project import project, read_initializers
     from modelexport_htp.values import intermediate_values
 
-    model, inputs = build("split_stage")
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "m.onnx"
-        ctx = make_context(model, inputs)
-        export_torchscript(ctx, path)
-        graph = onnx.load(str(path))
-    trace = trace_execution(ctx)
+    ctx, graph, trace = _exported_and_traced("split_stage")
     values = intermediate_values(graph, ctx.input_names, tuple(ctx.args), None)
     projection = project(graph, values, trace, read_initializers(graph, trace))
     split = next(i for i, node in enumerate(graph.graph.node) if node.op_type == "Split")
