@@ -490,6 +490,24 @@ class RolledWindows(nn.Module):
         return self.norm(rolled[:, :height, :width, :].contiguous())
 
 
+class FaintContext(nn.Module):
+    """A global context (a mean over the map) of faint features through GELU: on such small values GELU's
+    partial product ``x * (1 + erf(x / sqrt 2))`` equals the mean it reads within float rounding."""
+
+    def __init__(self, channels: int = 16):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 1)
+        self.act = nn.GELU()
+        self.gate = nn.Conv2d(channels, channels, 1)
+        with torch.no_grad():
+            self.conv.weight.mul_(1e-3)
+            self.conv.bias.mul_(1e-3)
+
+    def forward(self, x):
+        context = self.act(self.conv(x).mean(2, keepdim=True).mean(3, keepdim=True))
+        return self.gate(x * context)
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -566,6 +584,10 @@ def rolled_windows():
     return _seeded(RolledWindows, ("x", (2, 4, 4, 16)))
 
 
+def faint_context():
+    return _seeded(FaintContext, ("x", (2, 16, 6, 6)))
+
+
 def split_stage():
     return _seeded(SplitStage, ("x", (2, 8, 4, 4)))
 
@@ -622,4 +644,5 @@ CUSTOM_CASES: dict = {
     "root_extents": root_extents,
     "unordered_experts": unordered_experts,
     "rolled_windows": rolled_windows,
+    "faint_context": faint_context,
 }

@@ -284,7 +284,10 @@ def project(
                     same, frontier, latest, held, trace, ancestors, dependent, may_hold,
                     reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
                     holds=node_holds[node_index], holds_around=around,
-                    again=loose | {produced[name] for name in node.input if name in produced},
+                    again=loose | {
+                        produced[name] for name in node.input
+                        if name in produced and _identical(values.get(name), value)  # a piece changing nothing
+                    },
                 )
                 if len(found) > 1:
                     projection.ambiguous += 1
@@ -406,12 +409,12 @@ def _shape_reads(
     )
 
 
-def _identical(a: "np.ndarray", b: "np.ndarray") -> bool:
+def _identical(a: "np.ndarray | None", b: "np.ndarray | None") -> bool:
     """The same shape, element type and elements."""
     import numpy as np
 
-    return hasattr(a, "shape") and hasattr(b, "shape") and a.shape == b.shape and a.dtype == b.dtype \
-        and bool(np.array_equal(a, b))
+    return a is not None and b is not None and hasattr(a, "shape") and hasattr(b, "shape") \
+        and a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
 
 
 def _depth(qualname: str) -> int:
@@ -628,8 +631,8 @@ def _plausible(
     Causality first: the call must have run after every call the node's inputs came
     from, or be one of them and one the node continues (``again``: an operation the exporter
     split into several nodes, the last ones changing nothing; it reads the same parameters as
-    the node, or was matched to the node whose output the node reads, or only to a value holding
-    its elements in another order). If no candidate
+    the node, or was matched to the node whose output the node returns exactly, or only to a value
+    holding its elements in another order). If no candidate
     is causal (an upstream match was wrong), a call that descends from at least one of
     those calls is accepted. A call that read recorded tensors, none of them upstream of
     the node, never is. Among equals the nearest call after the covered inputs wins.
@@ -663,8 +666,8 @@ def _plausible(
                 causal.append((index, 0, shared, index))
             continue
         # the node may also finish a call it continues (``again``): one reading parameters the node shares,
-        # one matched to the node whose output it reads (an exporter's later pieces of a call change
-        # nothing), or one matched so far only to a reordered value
+        # one matched to the node whose output it reads and returns unchanged (an exporter's later pieces
+        # of a call change nothing), or one matched so far only to a reordered value
         continued = shared > 0 or index in again
         covered = [
             max(f for f in group if f == index or ancestors[index] >> f & 1)
