@@ -508,6 +508,30 @@ class FaintContext(nn.Module):
         return self.gate(x * context)
 
 
+class NormedBlock(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + self.proj(self.norm(x))
+
+
+class NormedTwice(nn.Module):
+    """An embedding's norm, then a block's norm of the same output: both at their initial weights (ones and
+    zeros, like every norm's), so the second returns the first's value within rounding."""
+
+    def __init__(self, width: int = 16):
+        super().__init__()
+        self.embed = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+        self.block = NormedBlock(width)
+
+    def forward(self, x):
+        return self.block(self.norm(self.embed(x)))
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -588,6 +612,10 @@ def faint_context():
     return _seeded(FaintContext, ("x", (2, 16, 6, 6)))
 
 
+def normed_twice():
+    return _seeded(NormedTwice, ("x", (2, 6, 16)))
+
+
 def split_stage():
     return _seeded(SplitStage, ("x", (2, 8, 4, 4)))
 
@@ -645,4 +673,5 @@ CUSTOM_CASES: dict = {
     "unordered_experts": unordered_experts,
     "rolled_windows": rolled_windows,
     "faint_context": faint_context,
+    "normed_twice": normed_twice,
 }

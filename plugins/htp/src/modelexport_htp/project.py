@@ -283,7 +283,7 @@ def project(
                 found = _plausible(
                     same, frontier, latest, held, trace, ancestors, dependent, may_hold,
                     reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
-                    holds=node_holds[node_index], holds_around=around,
+                    holds=node_holds[node_index], holds_around=around, telling=identifying,
                     again=loose | {
                         produced[name] for name in node.input
                         if name in produced and _identical(values.get(name), value)  # a piece changing nothing
@@ -625,6 +625,7 @@ def _plausible(
     holds: Held = NOTHING_KNOWN,
     holds_around: Held = NOTHING_KNOWN,
     again: set[int] | frozenset[int] = frozenset(),
+    telling: list[frozenset[str]] | None = None,
 ) -> list[tuple[int, int, int, int]]:
     """The calls that could have produced a node's output: (record, inputs covered, parameters shared, distance).
 
@@ -665,10 +666,13 @@ def _plausible(
             if not dependent[index]:
                 causal.append((index, 0, shared, index))
             continue
-        # the node may also finish a call it continues (``again``): one reading parameters the node shares,
-        # one matched to the node whose output it reads and returns unchanged (an exporter's later pieces
-        # of a call change nothing), or one matched so far only to a reordered value
-        continued = shared > 0 or index in again
+        # the node may also finish a call it continues (``again``): one reading parameters the node shares
+        # (with ``telling``, weights whose values say which parameter they are: a norm's ones are every
+        # norm's), one matched to the node whose output it reads and returns unchanged (an exporter's
+        # later pieces of a call change nothing), or one matched so far only to a reordered value
+        continued = index in again or (
+            shared > 0 if telling is None else any(names & set(record.params) for names in telling)
+        )
         covered = [
             max(f for f in group if f == index or ancestors[index] >> f & 1)
             for group in frontier
