@@ -284,9 +284,9 @@ def project(
                     same, frontier, latest, held, trace, ancestors, dependent, may_hold,
                     reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
                     holds=node_holds[node_index], holds_around=around, telling=identifying,
-                    again=loose | {
+                    again=loose | {  # a piece changing nothing continues its input's call
                         produced[name] for name in node.input
-                        if name in produced and _identical(values.get(name), value)  # a piece changing nothing
+                        if produced.get(name) in same and _identical(values.get(name), value)
                     },
                 )
                 if len(found) > 1:

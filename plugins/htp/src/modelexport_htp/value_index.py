@@ -200,6 +200,25 @@ def _cancelled(a: "np.ndarray", b: "np.ndarray", outside: "np.ndarray", cancelle
     return bool((np.abs(a[outside].astype(np.float64) - b[outside]) <= CANCELLED_RTOL * largest).all())
 
 
+def _ends(array: "np.ndarray") -> tuple[float, float]:
+    """The smallest and the largest element of a value."""
+    return float(array.min()), float(array.max())
+
+
+def _ends_close(a: tuple[float, float], b: tuple[float, float], value_scale: float) -> bool:
+    """Whether two values' smallest and largest elements allow them to hold the same elements (loosely:
+    a cheap test before sorting; NaN allows anything)."""
+    import math
+
+    largest = max(abs(a[0]), abs(a[1]), abs(b[0]), abs(b[1]))
+    for x, y in zip(a, b):
+        if math.isnan(x) or math.isnan(y):
+            return True
+        if x != y and abs(x - y) > 2 * (ATOL * max(value_scale, TINY) + RTOL * abs(y)) + CANCELLED_RTOL * largest:
+            return False
+    return True
+
+
 def _window(size: int, total: float, own_scale: float) -> tuple[float, float]:
     """The sums of absolute values a value equal to one of ``size`` elements summing to ``total`` may have."""
     slack = size * ATOL * max(own_scale, TINY) * (1 + RTOL)
@@ -228,6 +247,10 @@ class ValueIndex(Generic[Key]):
     def __init__(self) -> None:
         self._pending: dict[tuple, list[_Entry]] = defaultdict(list)
         self._sorted: dict[tuple, tuple[list[float], list[_Entry]]] = {}
+        self._ordered: dict[tuple[tuple, int], "np.ndarray"] = {}
+        """Sorted copies of the values :meth:`find_permuted` compared, by bucket and position."""
+        self._ends: dict[tuple[tuple, int], tuple[float, float]] = {}
+        """Their smallest and largest elements, likewise."""
         self._samples: dict[tuple, tuple["np.ndarray", "np.ndarray"] | None] = {}
         """Per float bucket of large values: every entry's sample (float64 rows) and scale, in sorted order."""
 
@@ -237,6 +260,9 @@ class ValueIndex(Generic[Key]):
         bucket, total, value_scale = measure(value)
         self._pending[bucket].append((total, key, value, value_scale))
         self._sorted.pop(bucket, None)
+        if self._ordered or self._ends:  # positions in the bucket move
+            self._ordered = {k: v for k, v in self._ordered.items() if k[0] != bucket}
+            self._ends = {k: e for k, e in self._ends.items() if k[0] != bucket}
 
     def _bucket(self, bucket: tuple) -> tuple[list[float], list[_Entry]]:
         import numpy as np
@@ -289,10 +315,20 @@ class ValueIndex(Generic[Key]):
         first, last = bisect_left(totals, low), bisect_right(totals, high)
         if last == first or last - first > limit:
             return []
-        ordered = np.sort(value, axis=None)
+        ends = _ends(value)
+        ordered = None
         found: set[Key] = set()
-        for _, keys, candidate, candidate_scale in entries[first:last]:
-            if same_values(ordered, np.sort(candidate, axis=None), own_scale, candidate_scale):
+        for position in range(first, last):
+            _, keys, candidate, candidate_scale = entries[position]
+            if (bucket, position) not in self._ends:
+                self._ends[(bucket, position)] = _ends(candidate)
+            if not _ends_close(ends, self._ends[(bucket, position)], max(own_scale, candidate_scale)):
+                continue  # the smallest or the largest element differs: nothing to sort
+            if (bucket, position) not in self._ordered:  # each candidate sorted once
+                self._ordered[(bucket, position)] = np.sort(candidate, axis=None)
+            if ordered is None:
+                ordered = np.sort(value, axis=None)
+            if same_values(ordered, self._ordered[(bucket, position)], own_scale, candidate_scale):
                 found.update(keys)
         return sorted(found)
 
