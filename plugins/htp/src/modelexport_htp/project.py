@@ -120,6 +120,20 @@ class Held(NamedTuple):
 NOTHING_KNOWN = Held(frozenset(), True)
 """What a caller that tracks no weights passes: anything may be held."""
 
+def _reshaped_parameters(
+    array: "np.ndarray", exact: "ExactValues[str]", near: "_NearParameters | None" = None
+) -> tuple[set[str], bool]:
+    """The parameters a value holds without its axes of size 1 (a parameter the exporter reshaped to
+    broadcast), and whether exactly: exact bytes first, then, with ``near``, within tolerance."""
+    squeezed = _squeezed(array)
+    if squeezed is None:
+        return set(), False
+    found = set(exact.find(squeezed))
+    if found or near is None:
+        return found, bool(found)
+    return set(near.find(squeezed, measure(squeezed))), False
+
+
 ArrayReader = Callable[["onnx.TensorProto"], "np.ndarray"]
 """Reads an initializer's value (from the proto, or from the file a stub refers to)."""
 
@@ -174,12 +188,8 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
             found.update(index.find(array, measured))
             if array.ndim == 2 and measured is not None:
                 found.update(index.find(array.T, transposed_measure(measured)))
-        squeezed = _squeezed(array) if usable else None
-        if not found and squeezed is not None:  # a parameter the exporter reshaped to broadcast
-            found.update(exact.find(squeezed))
-            exactly = bool(found)
-            if not found:
-                found.update(index.find(squeezed, measure(squeezed)))
+        if not found and usable:
+            found, exactly = _reshaped_parameters(array, exact, index)
         facts.params[initializer.name] = frozenset(found)
         if usable and not exactly:
             facts.computed.add(initializer.name)
@@ -194,10 +204,7 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
             tensor = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
             array = numpy_helper.to_array(tensor) if tensor is not None else None
             if array is not None and array.size > SMALL_SIZE and informative(array):
-                found = set(exact.find(array, value_checksum(array)))
-                squeezed = _squeezed(array)
-                if not found and squeezed is not None:  # reshaped to broadcast
-                    found.update(exact.find(squeezed))
+                found = set(exact.find(array, value_checksum(array))) or _reshaped_parameters(array, exact)[0]
                 if found:
                     facts.params[node.output[0]] = frozenset(found)
                     facts.informative.add(node.output[0])

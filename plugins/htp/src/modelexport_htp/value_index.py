@@ -137,14 +137,15 @@ def same_values(
     atol = ATOL * max(scale(a) if scale_a is None else scale_a, scale(b) if scale_b is None else scale_b, TINY)
     if a.size >= 2 * SAMPLE and not sampled:  # most unequal pairs differ everywhere: reject them on a sample first
         sample_a = _sample(a)
-        if not _close(sample_a, _sample(b), atol, _sample_allowance(sample_a.size) if a.size >= CANCELLED_SHARE else 0):
+        if not _close(sample_a, _sample(b), atol, _sample_allowance(sample_a.size, a.size)):
             return False
     return _close(a, b, atol, a.size // CANCELLED_SHARE)
 
 
-def _sample_allowance(samples: int) -> int:
-    """How many of ``samples`` sampled elements may be cancelled ones: twice the share expected at most."""
-    return max(1, 2 * samples // CANCELLED_SHARE)
+def _sample_allowance(samples: int, size: int) -> int:
+    """How many of ``samples`` elements sampled from a value of ``size`` may be cancelled ones: twice the share
+    expected at most (none where the value may hold none)."""
+    return max(1, 2 * samples // CANCELLED_SHARE) if size >= CANCELLED_SHARE else 0
 
 
 def _sample(array: "np.ndarray") -> "np.ndarray":
@@ -166,7 +167,7 @@ def _samples_close(
         close = (samples == query) | (np.abs(query - samples) <= atol[:, None] + RTOL * np.abs(samples))
         close |= np.isnan(samples) & np.isnan(query)
     # a few sampled elements may be ones that cancelled (the whole comparison decides): see the module's note
-    return close.sum(axis=1) >= samples.shape[1] - (_sample_allowance(samples.shape[1]) if size >= CANCELLED_SHARE else 0)
+    return close.sum(axis=1) >= samples.shape[1] - _sample_allowance(samples.shape[1], size)
 
 
 def _close(a: "np.ndarray", b: "np.ndarray", atol: float, cancelled: int = 0) -> bool:
@@ -247,10 +248,9 @@ class ValueIndex(Generic[Key]):
     def __init__(self) -> None:
         self._pending: dict[tuple, list[_Entry]] = defaultdict(list)
         self._sorted: dict[tuple, tuple[list[float], list[_Entry]]] = {}
-        self._ordered: dict[tuple[tuple, int], "np.ndarray"] = {}
-        """Sorted copies of the values :meth:`find_permuted` compared, by bucket and position."""
-        self._ends: dict[tuple[tuple, int], tuple[float, float]] = {}
-        """Their smallest and largest elements, likewise."""
+        self._ordered: dict[tuple[tuple, int], list] = {}
+        """For the values :meth:`find_permuted` looked at, by bucket and position: their smallest and largest
+        elements, and their sorted copy once one was needed."""
         self._samples: dict[tuple, tuple["np.ndarray", "np.ndarray"] | None] = {}
         """Per float bucket of large values: every entry's sample (float64 rows) and scale, in sorted order."""
 
@@ -260,9 +260,8 @@ class ValueIndex(Generic[Key]):
         bucket, total, value_scale = measure(value)
         self._pending[bucket].append((total, key, value, value_scale))
         self._sorted.pop(bucket, None)
-        if self._ordered or self._ends:  # positions in the bucket move
+        if self._ordered:  # positions in the bucket move
             self._ordered = {k: v for k, v in self._ordered.items() if k[0] != bucket}
-            self._ends = {k: e for k, e in self._ends.items() if k[0] != bucket}
 
     def _bucket(self, bucket: tuple) -> tuple[list[float], list[_Entry]]:
         import numpy as np
@@ -309,10 +308,7 @@ class ValueIndex(Generic[Key]):
 
         if not hasattr(value, "dtype") or value.dtype.kind not in "fciub" or value.size < 2:
             return []
-        bucket, total, own_scale = measured or measure(value)
-        totals, entries = self._bucket(bucket)
-        low, high = _window(value.size, total, own_scale)
-        first, last = bisect_left(totals, low), bisect_right(totals, high)
+        bucket, own_scale, entries, first, last = self._in_window(value, measured)
         if last == first or last - first > limit:
             return []
         ends = _ends(value)
@@ -320,28 +316,34 @@ class ValueIndex(Generic[Key]):
         found: set[Key] = set()
         for position in range(first, last):
             _, keys, candidate, candidate_scale = entries[position]
-            if (bucket, position) not in self._ends:
-                self._ends[(bucket, position)] = _ends(candidate)
-            if not _ends_close(ends, self._ends[(bucket, position)], max(own_scale, candidate_scale)):
+            known = self._ordered.setdefault((bucket, position), [_ends(candidate), None])
+            if not _ends_close(ends, known[0], max(own_scale, candidate_scale)):
                 continue  # the smallest or the largest element differs: nothing to sort
-            if (bucket, position) not in self._ordered:  # each candidate sorted once
-                self._ordered[(bucket, position)] = np.sort(candidate, axis=None)
+            if known[1] is None:  # each candidate sorted once
+                known[1] = np.sort(candidate, axis=None)
             if ordered is None:
                 ordered = np.sort(value, axis=None)
-            if same_values(ordered, self._ordered[(bucket, position)], own_scale, candidate_scale):
+            if same_values(ordered, known[1], own_scale, candidate_scale):
                 found.update(keys)
         return sorted(found)
+
+    def _in_window(
+        self, value: "np.ndarray", measured: tuple[tuple, float, float] | None
+    ) -> tuple[tuple, float, list[_Entry], int, int]:
+        """``value``'s bucket, its scale, the bucket's entries and the positions (first, last) of those whose
+        sum of absolute values an equal value may have."""
+        bucket, total, own_scale = measured or measure(value)
+        totals, entries = self._bucket(bucket)
+        low, high = _window(value.size, total, own_scale)
+        return bucket, own_scale, entries, bisect_left(totals, low), bisect_right(totals, high)
 
     def find(self, value: "np.ndarray", measured: tuple[tuple, float, float] | None = None) -> list[Key]:
         """Keys of the values equal to ``value``, sorted, each once; ``measured``: its :func:`measure`, if known."""
         if not hasattr(value, "dtype") or value.dtype.kind not in "fciub":
             return []
-        bucket, total, own_scale = measured or measure(value)
-        totals, entries = self._bucket(bucket)
+        bucket, own_scale, entries, first, last = self._in_window(value, measured)
         if not entries:
             return []
-        low, high = _window(value.size, total, own_scale)
-        first, last = bisect_left(totals, low), bisect_right(totals, high)
         positions: Iterable[int] = range(first, last)
         samples = self._samples.get(bucket)
         sampled = samples is not None and last > first
