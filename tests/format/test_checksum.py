@@ -22,3 +22,21 @@ def test_a_matrix_is_found_as_stored_and_through_a_view_of_its_transpose_and_a_r
     reordered = np.ascontiguousarray(weight[::-1])  # the same elements, so the same checksum: another value
     assert value_checksum(reordered) == value_checksum(weight) and values.find(reordered) == []
     assert values.filed(reordered) == 1
+
+
+def test_large_values_are_confirmed_in_full_after_the_probed_elements_agree():
+    """Sixteen spread elements are compared first; equal there is not enough: every element must agree."""
+    rng = np.random.default_rng(1)
+    weight = rng.standard_normal((96, 80)).astype(np.float32)
+    values: ExactValues[str] = ExactValues()
+    values.add("weight", weight)
+    swapped = weight.copy()
+    swapped[0, 1], swapped[0, 2] = weight[0, 2], weight[0, 1]  # same checksum; the probes miss this corner
+    assert value_checksum(swapped) == value_checksum(weight) and values.find(swapped) == []
+    assert values.find(np.ascontiguousarray(weight.T).T) == ["weight"]  # a transposed view, compared in full
+    square = rng.standard_normal((90, 90)).astype(np.float32)
+    values.add("square", square)
+    assert values.find(square.T) == []  # the same checksum as itself, another matrix
+    symmetric = np.ascontiguousarray(square + square.T)
+    values.add("symmetric", symmetric)
+    assert values.find(symmetric.T) == ["symmetric"]

@@ -66,6 +66,21 @@ def test_the_graph_is_read_without_weights_and_written_back_around_them(tmp_path
     onnx.checker.check_model(str(target), full_check=True)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int64, np.int32, np.uint8, np.int8, np.bool_])
+def test_a_stub_is_read_as_the_array_it_was_writable(tmp_path, dtype):
+    """Read straight from the file into the array's buffer: every element kind as numpy_helper reads it."""
+    value = (np.arange(4096).reshape(64, 64) % 7).astype(dtype)
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(value.dtype), [64, 64])],
+                              initializer=[numpy_helper.from_array(value, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(tmp_path / "m.onnx"))
+    stub = load_graph(tmp_path / "m.onnx").graph.initializer[0]
+    assert stub.data_location == TensorProto.EXTERNAL
+    read = tensor_value(stub, tmp_path)
+    assert read.dtype == value.dtype and read.shape == value.shape and np.array_equal(read, value)
+    read[0, 0] = read[0, 1]  # as numpy_helper's arrays are
+
+
 def test_the_stub_graph_is_checked_against_the_weights_in_the_file(tmp_path):
     source = tmp_path / "m.onnx"
     _model_with_weights(source)

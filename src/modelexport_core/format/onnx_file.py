@@ -521,15 +521,33 @@ def tensor_value(tensor: "onnx.TensorProto", base_dir: Path) -> "np.ndarray":
     info = {entry.key: entry.value for entry in tensor.external_data}
     with open(Path(base_dir) / info["location"], "rb") as stream:
         stream.seek(int(info.get("offset", 0)))
-        data = stream.read(int(info["length"])) if "length" in info else stream.read()
+        if "length" in info:
+            data = bytearray(int(info["length"]))  # read straight into a buffer the array keeps (writable)
+            data = data[:stream.readinto(data)]
+        else:
+            data = bytearray(stream.read())
     return _with_raw_data(tensor, data)
 
 
-def _with_raw_data(tensor: "onnx.TensorProto", data: bytes) -> "np.ndarray":
+_PLAIN_DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?", 10: "<f2", 11: "<f8",
+                 12: "<u4", 13: "<u8", 14: "<c8", 15: "<c16"}
+"""ONNX element types whose raw data numpy reads as it lies (little-endian, one element per item)."""
+
+
+def _with_raw_data(tensor: "onnx.TensorProto", data: "bytes | bytearray") -> "np.ndarray":
     """The value of ``tensor`` (a header without its data, or one referring to external data) given its raw bytes."""
+    import numpy as np
     import onnx
     from onnx import numpy_helper
 
+    plain = _PLAIN_DTYPES.get(tensor.data_type)
+    count = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
+    if plain is not None and len(data) == count * np.dtype(plain).itemsize:
+        # the common case: the array is the buffer read (numpy_helper copies the bytes twice), writable as its
+        # always was (an immutable ``bytes`` is copied once)
+        array = np.frombuffer(data, dtype=plain).reshape(tuple(tensor.dims))
+        array = array.astype(array.dtype.newbyteorder("="), copy=False)  # a no-op on little-endian machines
+        return array if array.flags.writeable else array.copy()
     inline = onnx.TensorProto()
     inline.CopyFrom(tensor)
     inline.ClearField("external_data")

@@ -176,7 +176,7 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
     for initializer in onnx_model.graph.initializer:
         array = read(initializer)
         usable = array.dtype.kind in "fciub" and array.size > 0
-        measured = measure(array) if usable else None
+        measured = None
         found: set[str] = set()
         if usable:
             checksum = value_checksum(array)
@@ -184,9 +184,10 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
             if array.ndim == 2:
                 found.update(exact.find(array.T, checksum))  # a view: nothing copied
         exactly = bool(found)
-        if not found:
+        if not found and usable:  # measured only where looked up within tolerance (most weights are exact)
+            measured = measure(array)
             found.update(index.find(array, measured))
-            if array.ndim == 2 and measured is not None:
+            if array.ndim == 2:
                 found.update(index.find(array.T, transposed_measure(measured)))
         if not found and usable:
             found, exactly = _reshaped_parameters(array, exact, index)

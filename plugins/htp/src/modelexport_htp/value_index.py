@@ -111,8 +111,11 @@ def scale(array: "np.ndarray") -> float:
     if array.dtype.kind not in "fc" or array.size == 0:
         return 1.0
     with np.errstate(invalid="ignore", over="ignore"):
-        largest = float(np.max(np.abs(array)))
-        if np.isfinite(largest):  # the common case: one pass, no copy in double precision
+        if array.dtype.kind == "f":  # the common case: the extremes, without a copy of magnitudes
+            largest = max(-float(array.min()), float(array.max()))
+        else:
+            largest = float(np.max(np.abs(array)))
+        if np.isfinite(largest):
             return min(1.0, largest)
         data = np.abs(array.astype(np.float64, copy=False))
         finite = data[np.isfinite(data)]

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     import numpy as np
     import onnx
+    import onnxruntime as ort
     import torch
 
 
@@ -33,6 +34,19 @@ def intermediate_values(
     graph read with ``load_graph`` came from; its weights are then read by onnxruntime from
     there, never copied through Python.
     """
+    import onnxruntime as ort
+
+    session = _session(onnx_model, source)
+    graph_inputs = {i.name for i in session.get_inputs()}
+    feeds = {name: ort.OrtValue.ortvalue_from_numpy(_numpy_input(tensor))
+             for name, tensor in zip(input_names, args) if name in graph_inputs}
+    names = [output.name for output in session.get_outputs()]
+    # as OrtValues, then arrays over their memory: ``run`` would copy every intermediate value once more
+    return dict(zip(names, (value.numpy() for value in session.run_with_ort_values(names, feeds))))
+
+
+def _session(onnx_model: "onnx.ModelProto", source: "Path | None") -> "ort.InferenceSession":
+    """An onnxruntime session returning every node output of ``onnx_model``, unoptimised."""
     import onnx
     import onnxruntime as ort
 
@@ -57,14 +71,7 @@ def intermediate_values(
             from modelexport_core.sdk import stub_file
 
             with stub_file(onnx_model, source, "htp-values") as path:
-                session = ort.InferenceSession(str(path), options, providers=providers)
-        else:
-            session = ort.InferenceSession(onnx_model.SerializeToString(), options, providers=providers)
+                return ort.InferenceSession(str(path), options, providers=providers)
+        return ort.InferenceSession(onnx_model.SerializeToString(), options, providers=providers)
     finally:
         del graph.output[before:]
-    graph_inputs = {i.name for i in session.get_inputs()}
-    feeds = {name: _numpy_input(tensor) for name, tensor in zip(input_names, args) if name in graph_inputs}
-    names = [output.name for output in session.get_outputs()]
-    results = session.run(names, feeds)
-    del session
-    return dict(zip(names, results))
