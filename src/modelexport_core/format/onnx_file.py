@@ -543,7 +543,7 @@ def _with_raw_data(tensor: "onnx.TensorProto", data: "bytes | bytearray") -> "np
     plain = _PLAIN_DTYPES.get(tensor.data_type)
     count = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
     if plain is not None and len(data) == count * np.dtype(plain).itemsize:
-        # the common case: the array is the buffer read (numpy_helper copies the bytes twice), writable as its
+        # the common case: the array is the buffer read (numpy_helper copies the bytes twice), writable as it
         # always was (an immutable ``bytes`` is copied once)
         array = np.frombuffer(data, dtype=plain).reshape(tuple(tensor.dims))
         array = array.astype(array.dtype.newbyteorder("="), copy=False)  # a no-op on little-endian machines
@@ -552,7 +552,7 @@ def _with_raw_data(tensor: "onnx.TensorProto", data: "bytes | bytearray") -> "np
     inline.CopyFrom(tensor)
     inline.ClearField("external_data")
     inline.data_location = onnx.TensorProto.DEFAULT
-    inline.raw_data = data
+    inline.raw_data = bytes(data)
     return numpy_helper.to_array(inline)
 
 
