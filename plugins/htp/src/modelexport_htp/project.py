@@ -389,14 +389,8 @@ def _shape_reads(
     upstream = {record for group in frontier if len(group) == 1 for record in group}
     records = trace.records
 
-    def unchanged(record: int) -> bool:  # ``x + 0``, ``x * 1``: one recorded input, returned exactly
-        source = records[records[record].inputs[0]]
-        return bool(records[record].outputs) and bool(source.outputs) and _identical(
-            records[record].outputs[0], source.outputs[0]
-        )
-
-    def undropped(record: int) -> int:
-        while len(records[record].inputs) == 1 and (records[record].dropped or unchanged(record)):
+    def undropped(record: int) -> int:  # through dropped calls, and ``x + 0``: one input, returned exactly
+        while len(records[record].inputs) == 1 and (records[record].dropped or trace.returns_its_input(record)):
             record = records[record].inputs[0]
         return record
 

@@ -73,6 +73,7 @@ class Trace:
     param_values: dict[str, "np.ndarray"]
     _scales: dict[int, float] = field(default_factory=dict, repr=False)
     _summaries: dict[int, tuple] = field(default_factory=dict, repr=False)
+    _unchanged: dict[int, bool] = field(default_factory=dict, repr=False)
 
     def output_summary(self, index: int) -> tuple:
         """The :func:`~.value_index.summary` of record ``index``'s first output, computed once."""
@@ -89,6 +90,20 @@ class Trace:
         if index not in self._scales:
             self._scales[index] = scale(self.records[index].outputs[0])
         return self._scales[index]
+
+    def returns_its_input(self, index: int) -> bool:
+        """Whether record ``index`` returned its first recorded input exactly (``x + 0``, ``x * 1``): the same
+        shape, element type and elements; computed once."""
+        import numpy as np
+
+        if index not in self._unchanged:
+            record = self.records[index]
+            source = self.records[record.inputs[0]] if record.inputs else None
+            a = record.outputs[0] if record.outputs else None
+            b = source.outputs[0] if source is not None and source.outputs else None
+            self._unchanged[index] = (hasattr(a, "shape") and hasattr(b, "shape") and a.shape == b.shape
+                                      and a.dtype == b.dtype and bool(np.array_equal(a, b)))
+        return self._unchanged[index]
 
     def ancestors(self) -> list[int]:
         """For each record, a bit set (an int) of every record it depends on through data flow."""
