@@ -532,11 +532,64 @@ class NormedTwice(nn.Module):
         return self.block(self.norm(self.embed(x)))
 
 
+class CountRouter(nn.Module):
+    """Routes tokens to experts and counts how many each gets, read into Python (``.tolist()``)."""
+
+    def __init__(self, width, experts, chosen):
+        super().__init__()
+        self.chosen = chosen
+        self.gate = nn.Linear(width, experts, bias=False)
+
+    def forward(self, tokens):
+        logits = self.gate(tokens)
+        top, index = logits.topk(self.chosen, dim=-1)
+        gates = torch.zeros_like(logits).scatter(1, index, 1)
+        counts = gates.long().sum(0).tolist()  # read into Python: the sizes the experts split by
+        flat = index.flatten()
+        _, order = flat.sort(0)
+        return torch.softmax(top, -1).flatten()[order], order, counts
+
+
+class CountedExperts(nn.Module):
+    """Splits its tokens by counts it is given, one piece per expert."""
+
+    def __init__(self, width, experts):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(experts, width, width) * 0.2)
+
+    def forward(self, x, counts):
+        pieces = x.split(counts, dim=0)
+        return torch.cat([piece @ self.weight[i] for i, piece in enumerate(pieces)], 0)
+
+
+class CountedMoe(nn.Module):
+    """Experts sized by counts the router read into Python: the dynamo exporter writes the elements the router
+    took (a slice and a squeeze per count) before the experts' split that uses them."""
+
+    def __init__(self, width=16, experts=4, chosen=2):
+        super().__init__()
+        self.chosen = chosen
+        self.router = CountRouter(width, experts, chosen)
+        self.experts = CountedExperts(width, experts)
+        self.out = nn.Linear(width, width)
+
+    def forward(self, x):
+        tokens = x.reshape(-1, x.shape[-1])
+        scores, order, counts = self.router(tokens)
+        mixed = self.experts(tokens[order // self.chosen], counts) * scores[:, None]
+        per_token = mixed[order.argsort()].reshape(tokens.shape[0], self.chosen, -1).sum(1)
+        return self.out(per_token.reshape(x.shape))
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
     generator = torch.Generator().manual_seed(1)
     return model, {name: torch.randn(*shape, generator=generator) for name, shape in inputs}
+
+
+def counted_moe():
+    return _seeded(CountedMoe, ("x", (2, 5, 16)))
 
 
 def conv_net():
@@ -674,4 +727,5 @@ CUSTOM_CASES: dict = {
     "rolled_windows": rolled_windows,
     "faint_context": faint_context,
     "normed_twice": normed_twice,
+    "counted_moe": counted_moe,
 }

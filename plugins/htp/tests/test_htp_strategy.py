@@ -126,6 +126,16 @@ def test_export_failure_is_reported_with_its_reason(tmp_path):
         HTPStrategy().export(ctx, tmp_path / "m.onnx")
 
 
+def test_elements_read_into_python_stay_where_they_were_read(measured):
+    """``counts.tolist()`` in a router: the dynamo file takes each count out (slice, squeeze) before the experts
+    split by them; those nodes are the router's, the split sizes built from them the experts'."""
+    m = measured("counted_moe", dynamic=False, exporter="dynamo")
+    assert m.result.exporter == "dynamo"
+    assert m.agreement == 1.0 and m.contaminated == [], m.report()  # 0.73 before the rule
+    assert m.result.details["tagged_by"]["value element"] >= 8  # two nodes per count of four experts
+    assert "value read" in m.result.evidence.values()
+
+
 def test_dynamo_export_is_projected_too(measured):
     """The fallback exporter: the same projection on a dynamo export, measured against its name_scopes."""
     m = measured("stacked_blocks", dynamic=False, exporter="dynamo")

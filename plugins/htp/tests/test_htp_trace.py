@@ -36,6 +36,15 @@ def test_in_place_updates_and_aliases_are_followed():
     assert not add_.alias
 
 
+def test_values_read_into_python_are_noted_with_the_module_that_read_them():
+    model, inputs = build("counted_moe")
+    trace = trace_execution(make_context(model, inputs))
+    counted = next(r for r in trace.records if r.op.endswith(".sum") and r.module == "router")
+    module, when = trace.value_reads[counted.index]
+    assert module == "router" and when == counted.index + 1  # read right after the sum, before any other call
+    assert all(trace.records[i].module == "router" for i in trace.value_reads)
+
+
 def test_calls_returning_their_input_are_marked():
     class Passthrough(torch.nn.Module):
         def forward(self, x):

@@ -32,6 +32,13 @@ def _small(value: "np.ndarray | None") -> bool:
     return value is not None and getattr(value, "size", SMALL_SIZE + 1) <= SMALL_SIZE
 
 
+def _first_node_recorded_from(position: int, after: int, projection: Projection, nodes: int) -> int:
+    """The first node after node ``after`` (in the order the exporter wrote them, the order they ran) matched to
+    a call recorded at ``position`` or later; ``nodes`` where there is none."""
+    return min((node for node, record in projection.matched.items() if node > after and record >= position),
+               default=nodes)
+
+
 def executed_ancestor(qualname: str, executed: set[str]) -> str:
     """The nearest module at or above ``qualname`` whose forward ran (containers never run)."""
     while qualname and qualname not in executed:
@@ -62,6 +69,8 @@ def tag_nodes(
         time[node_index] = record_index
         how[keys[node_index]] = "matched"
 
+    element_reads: dict[int, tuple[str, int, int]] = {}
+    """Nodes taken as elements of a value read into Python: the module that read it, when, and the value's node."""
     for node_index in range(len(keys)):
         if node_index in modules or not all(_small(values.get(v)) for v in graph.node[node_index].output if v):
             continue
@@ -75,6 +84,20 @@ def tag_nodes(
             modules[node_index] = modules[reads[0]]
             time[node_index] = time[reads[0]]
             how[keys[node_index]] = "shape element"
+            continue
+        read_into_python = [p for p in producers if p in element_reads
+                            or (p in projection.matched and projection.matched[p] in trace.value_reads)]
+        if read_into_python and all(p in read_into_python or not index.node_producers(graph, p) for p in producers):
+            # an element of a value read into Python (``sizes = counts.tolist()``), and what is computed from such
+            # elements alone, is taken where the value was read while it is written before anything recorded
+            # after the read (the next call's use of the elements is its own)
+            source = read_into_python[0]
+            module, position, read = element_reads.get(source) or (*trace.value_reads[projection.matched[source]], source)
+            if node_index < _first_node_recorded_from(position, read, projection, len(keys)):
+                modules[node_index] = executed_ancestor(module, executed)
+                time[node_index] = time.get(source, float("inf"))
+                how[keys[node_index]] = "value element"
+                element_reads[node_index] = (module, position, read)
 
     consumers = [index.node_consumers(graph, i) for i in range(len(keys))]
     for node_index in reversed(range(len(keys))):

@@ -166,6 +166,7 @@ _EVIDENCE = {
     "first consumer": "consumers",
     "common consumer": "consumers",
     "shape element": "shape read",
+    "value element": "value read",
 }
 """htp's ways of tagging a node (``fill.tag_nodes``) as the core's evidence kinds, where one fits."""
 

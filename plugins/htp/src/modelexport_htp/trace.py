@@ -28,6 +28,9 @@ INPUT_PREFIX = "input:"
 DROPPED_CALLS = frozenset({"contiguous", "detach", "clone"})
 """Calls that change no value and that no exporter writes a node for (with any dropout in eval)."""
 
+VALUE_READS = frozenset({"tolist", "item", "__int__", "__float__", "__bool__", "__index__"})
+"""Calls that read a tensor's elements into Python numbers."""
+
 
 @dataclass
 class OpRecord:
@@ -71,6 +74,9 @@ class Trace:
     param_owners: dict[str, str]
     """Parameter or buffer qualified name to the qualified name of the module holding it."""
     param_values: dict[str, "np.ndarray"]
+    value_reads: dict[int, tuple[str, int]] = field(default_factory=dict)
+    """Records whose value the model read into Python (``.tolist()``, ``.item()``, ``int(x)``), each with the
+    innermost module that read it first and how many records there were then (when it was read)."""
     _scales: dict[int, float] = field(default_factory=dict, repr=False)
     _summaries: dict[int, tuple] = field(default_factory=dict, repr=False)
     _unchanged: dict[int, bool] = field(default_factory=dict, repr=False)
@@ -170,6 +176,7 @@ class _Recorder:
         self.param_ids = param_ids
         self.producer: dict[int, int] = {}
         self.alive: list[Any] = []  # keeps every seen tensor alive so that ids are never reused
+        self.value_reads: dict[int, tuple[str, int]] = {}
         self.live: dict[int, list[tuple[OpRecord, int]]] = {}
         """Recorded outputs held as the model's own tensors, by storage: copied only before a call writes to them."""
 
@@ -213,6 +220,16 @@ class _Recorder:
         record.outputs.append(torch.tensor(list(result), dtype=torch.int64))
         self.records.append(record)
 
+    def record_value_read(self, tensor: "torch.Tensor") -> None:
+        """A read of a tensor's elements into Python, by the module running now (the first read counts); a
+        value a call returned unchanged (``.cpu()``, ``.contiguous()``) is read where it came from too."""
+        index = self.producer.get(id(tensor))
+        read = (self.stack[-1] if self.stack else "", len(self.records))
+        while index is not None:
+            self.value_reads.setdefault(index, read)
+            record = self.records[index]
+            index = record.inputs[0] if (record.alias or record.dropped) and len(record.inputs) == 1 else None
+
     def record(self, op: str, args: tuple, kwargs: dict, result: Any) -> None:
         import torch
 
@@ -224,6 +241,9 @@ class _Recorder:
             # (Shape, then Gather): it is a shape read as much as ``x.shape[d]``
             dim = args[1] if len(args) > 1 else kwargs.get("dim")
             self.record_shape_read(op, args, args[0].shape, dim if isinstance(dim, int) else None)
+            return
+        if op.rpartition(".")[2] in VALUE_READS and args and isinstance(args[0], torch.Tensor):
+            self.record_value_read(args[0])
             return
         outputs = list(_tensors(result))
         if not outputs and _mutates_first_argument(op) and args and hasattr(args[0], "detach"):
@@ -337,4 +357,4 @@ def trace_execution(ctx: "ExportContext") -> Trace:
 
     for record in recorder.records:
         record.outputs = [array for array in map(_numpy_or_none, record.outputs) if array is not None]
-    return Trace(recorder.records, recorder.execution_trace, param_owners, param_values)
+    return Trace(recorder.records, recorder.execution_trace, param_owners, param_values, recorder.value_reads)
