@@ -179,3 +179,40 @@ def test_a_value_holding_a_recorded_one_in_another_order_is_found_as_it():
     assert index.find(swapped) == []
     assert index.find_permuted(swapped) == ["rows"]
     assert index.find_permuted(swapped, limit=0) == []  # too many candidates to sort: none
+
+
+def test_a_repeat_reading_a_tensor_keeps_its_wrappers_only_merged_shapes_move():
+    """Two blocks each invert a shared mask of two rows (Cast, then 1 - mask): the second block's Cast is its
+    own node, not a read the exporter merged into the first block (only scalars and shapes are merged), so
+    it stays in the second block; a repeat reading a shape element still has its wrappers moved."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    from modelexport_core.sdk import GraphIndex
+    from modelexport_htp.fill import _follow_first_occurrences
+    from modelexport_htp.project import Projection
+
+    def graph_reading(dtype: int, shape: list[int]) -> onnx.GraphProto:
+        nodes = [helper.make_node("Identity", ["x"], ["read"], name="root_read"),
+                 helper.make_node("Cast", ["read"], ["c0"], to=TensorProto.FLOAT, name="a_cast"),
+                 helper.make_node("Sub", ["one", "c0"], ["s0"], name="a_sub"),
+                 helper.make_node("Cast", ["read"], ["c1"], to=TensorProto.FLOAT, name="b_cast"),
+                 helper.make_node("Sub", ["one", "c1"], ["s1"], name="b_sub")]
+        return helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", dtype, shape)], [],
+                                 initializer=[helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])])
+
+    for read, dtype, shape, value, moves in [
+        ("mask", TensorProto.FLOAT, [2, 1, 1, 1], np.ones((2, 1, 1, 1), np.float32), False),
+        ("extent", TensorProto.INT64, [1], np.array([4]), True),
+    ]:
+        graph = graph_reading(dtype, shape)
+        values = {"read": value, "c0": value.astype(np.float32), "s0": 1 - value.astype(np.float32),
+                  "c1": value.astype(np.float32), "s1": 1 - value.astype(np.float32)}
+        modules = {0: "", 1: "a", 2: "a", 3: "b", 4: "b"}
+        index = GraphIndex.of(graph)
+        how = {key: "consumer" for key in index.keys}
+        projection = Projection(small_initializers={"one": np.array(1.0, np.float32)})
+        _follow_first_occurrences(graph, index, projection, values, modules, {"": 0, "a": 1, "b": 2}, how, {})
+        assert modules[4] == "b"  # the repeat itself stays
+        assert (modules[3] == "a") is moves, read  # its Cast: moved only where it wraps a merged shape read

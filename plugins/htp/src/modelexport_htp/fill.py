@@ -39,6 +39,12 @@ def _first_node_recorded_from(position: int, after: int, projection: Projection,
                default=nodes)
 
 
+def _shape_like(value: "np.ndarray | None") -> bool:
+    """A scalar or a shape: a small integer value of at most one axis."""
+    return _small(value) and getattr(value, "ndim", 2) <= 1 and getattr(value, "dtype", None) is not None \
+        and value.dtype.kind in "iu"  # type: ignore[union-attr]
+
+
 def executed_ancestor(qualname: str, executed: set[str]) -> str:
     """The nearest module at or above ``qualname`` whose forward ran (containers never run)."""
     while qualname and qualname not in executed:
@@ -255,8 +261,8 @@ def _follow_first_occurrences(
             continue  # a merged read depends on the inputs; constant arithmetic is not merged across modules
         if any(p not in modules or is_ancestor(own, modules[p]) for p in outside):
             continue  # the repeat reads something its own module computed
-        if not all(_small(values.get(v)) for p in outside for v in graph.node[p].output if v):
-            continue  # only merged scalars and shapes are read: a read of a whole tensor is not merged
+        if not all(_shape_like(values.get(v)) for p in outside for v in graph.node[p].output if v):
+            continue  # only merged scalars and shapes are read: a read of a tensor (a mask of two rows) is not merged
         for producer in moved:
             modules[producer] = target
             how[keys[producer]] = "first occurrence"
