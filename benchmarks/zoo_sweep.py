@@ -299,7 +299,8 @@ class Results:
             for data in json.loads(path.read_text()).get("cells", []):
                 cell = Cell(**data)
                 cell.reason = own_reason(cell.reason, cell.strategy)
-                if cell.status != "ok" and cell.cause not in ("timeout", "crashed"):
+                if cell.status != "ok" and cell.cause not in ("timeout", "crashed", "model does not build",
+                                                               "model fails in torch"):
                     cell.cause = cause_of(cell.reason, cell.strategy)
                 self.cells[cell.key] = cell
         self.meta = meta
