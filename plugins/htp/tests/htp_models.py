@@ -581,6 +581,47 @@ class CountedMoe(nn.Module):
         return self.out(per_token.reshape(x.shape))
 
 
+class ResponseNorm(nn.Module):
+    """A global response norm at its initial weights, zeros: it returns its input exactly, through a chain of
+    nodes whose bias adds zeros (so the bias shows nowhere in the graph's values)."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(1, 1, 1, width))
+        self.bias = nn.Parameter(torch.zeros(1, 1, 1, width))
+
+    def forward(self, x):
+        norm = torch.linalg.vector_norm(x, ord=2, dim=(1, 2), keepdim=True)
+        scaled = norm / (norm.mean(dim=-1, keepdim=True) + 1e-6)
+        return self.weight * (x * scaled) + self.bias + x
+
+
+class ResponseBlock(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.mix = nn.Conv2d(width, width, 3, padding=1, groups=width)
+        self.up = nn.Linear(width, 2 * width)
+        self.act = nn.GELU()
+        self.norm = ResponseNorm(2 * width)
+        self.down = nn.Linear(2 * width, width)
+
+    def forward(self, x):
+        h = self.mix(x).permute(0, 2, 3, 1)
+        return x + self.down(self.norm(self.act(self.up(h)))).permute(0, 3, 1, 2)
+
+
+class ResponseNormNet(nn.Module):
+    """Blocks whose response norm, at its initial zeros, returns the activation's output exactly."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 2, stride=2)
+        self.blocks = nn.Sequential(ResponseBlock(width), ResponseBlock(width))
+
+    def forward(self, x):
+        return self.blocks(self.stem(x))
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -590,6 +631,10 @@ def _seeded(factory, *inputs):
 
 def counted_moe():
     return _seeded(CountedMoe, ("x", (2, 5, 16)))
+
+
+def response_norm_net():
+    return _seeded(ResponseNormNet, ("x", (2, 3, 16, 16)))
 
 
 def conv_net():
@@ -728,4 +773,5 @@ CUSTOM_CASES: dict = {
     "faint_context": faint_context,
     "normed_twice": normed_twice,
     "counted_moe": counted_moe,
+    "response_norm_net": response_norm_net,
 }

@@ -312,7 +312,8 @@ def project(
                 folded_shapes = {
                     shapes[name] for name in node.input if params_of.get(name) == frozenset() and name in telling
                 }
-                found = _direct_readers([c[0] for c in plausible], frontier, trace, used_records, held, folded_shapes)
+                found = _direct_readers([c[0] for c in plausible], frontier, trace, used_records, held, folded_shapes,
+                                        telling=identifying)
             if not found:
                 anchors[output] = frozenset(frontier)
                 carried[output] = node_holds[node_index]
@@ -532,6 +533,7 @@ def _direct_readers(
     used: set[int],
     held: list[frozenset[str]],
     folded_shapes: set[tuple[int, ...]],
+    telling: list[frozenset[str]] | None = None,
 ) -> list[tuple[int, int, int, int]]:
     """For a value that says little by itself (all zeros, all one number): the call that holds it
     and reads, directly or through calls no node matched, a call the node's inputs came from.
@@ -542,7 +544,9 @@ def _direct_readers(
     equals (``folded_shapes``: a convolution the next normalisation was folded into) the
     furthest of a chain of calls with parameters whose first call read a parameter of such a
     shape and the others only smaller ones (per-channel scales), otherwise the nearest call; the input's own call only when the node reads
-    its parameters too (the bias added after a matrix product).
+    its parameters too (the bias added after a matrix product), through weights whose values say which
+    parameter they are (``telling``, where known: a zero bias equals a zero weight, and a node adding it
+    finishes the next call as well as it would the input's).
     """
     upstream = {record for group in frontier if len(group) == 1 for record in group}
     records = trace.records
@@ -564,7 +568,8 @@ def _direct_readers(
     for index in found:
         shared = sum(1 for names in held if names & set(records[index].params))
         if index in upstream:
-            if shared and not folded_shapes:
+            continues = shared if telling is None else sum(1 for names in telling if names & set(records[index].params))
+            if continues and not folded_shapes:
                 readers.append(((-shared, -1, index), index))
             continue
         if index in used:
