@@ -544,9 +544,9 @@ def _direct_readers(
     equals (``folded_shapes``: a convolution the next normalisation was folded into) the
     furthest of a chain of calls with parameters whose first call read a parameter of such a
     shape and the others only smaller ones (per-channel scales), otherwise the nearest call; the input's own call only when the node reads
-    its parameters too (the bias added after a matrix product), through weights whose values say which
-    parameter they are (``telling``, where known: a zero bias equals a zero weight, and a node adding it
-    finishes the next call as well as it would the input's).
+    its parameters too (the bias added after a matrix product); where those weights say nothing of which
+    parameter they are (``telling``, where known: a zero bias equals a zero weight), a call reading the
+    input's call that shares as many of them comes first (the next call adds the zero bias as well).
     """
     upstream = {record for group in frontier if len(group) == 1 for record in group}
     records = trace.records
@@ -568,9 +568,10 @@ def _direct_readers(
     for index in found:
         shared = sum(1 for names in held if names & set(records[index].params))
         if index in upstream:
-            continues = shared if telling is None else sum(1 for names in telling if names & set(records[index].params))
-            if continues and not folded_shapes:
-                readers.append(((-shared, -1, index), index))
+            if shared and not folded_shapes:
+                # through weights that say nothing (a zero bias), a reader sharing as many weights comes first
+                told = telling is None or any(names & set(records[index].params) for names in telling)
+                readers.append(((-shared, -1 if told else len(records), index), index))
             continue
         if index in used:
             continue
