@@ -41,8 +41,8 @@ def _first_node_recorded_from(position: int, after: int, projection: Projection,
 
 def _shape_like(value: "np.ndarray | None") -> bool:
     """A scalar or a shape: a small integer value of at most one axis."""
-    return _small(value) and getattr(value, "ndim", 2) <= 1 and getattr(value, "dtype", None) is not None \
-        and value.dtype.kind in "iu"  # type: ignore[union-attr]
+    dtype = getattr(value, "dtype", None)
+    return _small(value) and getattr(value, "ndim", 2) <= 1 and dtype is not None and dtype.kind in "iu"
 
 
 def executed_ancestor(qualname: str, executed: set[str]) -> str:
