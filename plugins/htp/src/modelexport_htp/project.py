@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
 from modelexport_core.sdk import is_ancestor
 
 from .trace import INPUT_PREFIX, Trace
-from .value_index import ValueIndex, faded, informative, may_be_same, measure, same_values, transposed_measure
+from .value_index import (
+    ValueIndex,
+    faded,
+    identical,
+    informative,
+    may_be_same,
+    measure,
+    same_values,
+    transposed_measure,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -294,7 +303,7 @@ def project(
                     holds=node_holds[node_index], holds_around=around, telling=identifying,
                     again=loose | {  # a piece changing nothing continues its input's call
                         produced[name] for name in node.input
-                        if produced.get(name) in same and _identical(values.get(name), value)
+                        if produced.get(name) in same and identical(values.get(name), value)
                     },
                 )
                 if len(found) > 1:
@@ -410,14 +419,6 @@ def _shape_reads(
         if records[index].shape_read
         and (undropped(records[index].inputs[0]) in upstream or merged_copy(undropped(records[index].inputs[0])))
     )
-
-
-def _identical(a: "np.ndarray | None", b: "np.ndarray | None") -> bool:
-    """The same shape, element type and elements."""
-    import numpy as np
-
-    return a is not None and b is not None and hasattr(a, "shape") and hasattr(b, "shape") \
-        and a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
 
 
 def _depth(qualname: str) -> int:

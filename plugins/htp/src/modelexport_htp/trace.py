@@ -100,15 +100,13 @@ class Trace:
     def returns_its_input(self, index: int) -> bool:
         """Whether record ``index`` returned its first recorded input exactly (``x + 0``, ``x * 1``): the same
         shape, element type and elements; computed once."""
-        import numpy as np
+        from .value_index import identical
 
         if index not in self._unchanged:
             record = self.records[index]
             source = self.records[record.inputs[0]] if record.inputs else None
-            a = record.outputs[0] if record.outputs else None
-            b = source.outputs[0] if source is not None and source.outputs else None
-            self._unchanged[index] = (hasattr(a, "shape") and hasattr(b, "shape") and a.shape == b.shape
-                                      and a.dtype == b.dtype and bool(np.array_equal(a, b)))
+            self._unchanged[index] = identical(record.outputs[0] if record.outputs else None,
+                                               source.outputs[0] if source is not None and source.outputs else None)
         return self._unchanged[index]
 
     def ancestors(self) -> list[int]:

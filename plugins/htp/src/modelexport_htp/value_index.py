@@ -96,6 +96,14 @@ def informative(array: "np.ndarray", own_scale: float | None = None) -> bool:
     return not bool(np.all(flat == flat[0]))
 
 
+def identical(a: "np.ndarray | None", b: "np.ndarray | None") -> bool:
+    """The same shape, element type and elements."""
+    import numpy as np
+
+    return a is not None and b is not None and hasattr(a, "shape") and hasattr(b, "shape") \
+        and a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+
+
 def faded(array: "np.ndarray", own_scale: float | None = None) -> bool:
     """Whether a float value has faded below float32's normal range (zeros and subnormals, as random weights
     may make activations layer after layer): runtimes flush such numbers differently, so its elements tell
