@@ -164,3 +164,50 @@ def test_a_file_this_tool_tagged_keeps_its_tags(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["strategy"] == "records"
     assert _written_tags(tmp_path / "again.onnx") == _written_tags(first)
+
+
+class _Attend(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.query = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.softmax(self.query(x), dim=-1) * x  # the attention's own ops: no parameter
+
+
+class _Layer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention = _Attend()
+
+    def forward(self, x):
+        return self.attention(x)
+
+
+class _CallsForward(nn.Module):
+    """Layers run through ``layer.forward(x)``, as SqueezeBERT's encoder does: the layer leaves no scope."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(_Layer() for _ in range(3))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+
+def test_a_scope_that_fits_several_modules_is_no_record_unless_a_parameter_says_which(tmp_path):
+    # names read /attention/query_1/Gemm and /attention_1/Softmax: every layer's attention fits them
+    torch.manual_seed(0)
+    model = _CallsForward().eval()
+    torch.onnx.export(model, (torch.randn(2, 4),), str(tmp_path / "m.onnx"), dynamo=False)
+    onnx_model = onnx.load(str(tmp_path / "m.onnx"))
+    found = torchscript_node_modules(onnx_model, [n for n, _ in model.named_modules()], wrapped=False)
+    by_node = {node.name: found[node.name] for node in onnx_model.graph.node if node.name in found}
+    reading = {n.name: p for n in onnx_model.graph.node for p in n.input if p.endswith("query.weight")}
+    assert len(reading) == 3
+    for node, parameter in reading.items():  # each layer's projection: its own layer, by the weight it reads
+        assert by_node[node] == parameter.rsplit(".", 1)[0]
+    softmaxes = [n.name for n in onnx_model.graph.node if n.op_type == "Softmax"]
+    assert len(softmaxes) == 3 and all(by_node[n] is None for n in softmaxes)  # no layer's record: not judged

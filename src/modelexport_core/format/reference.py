@@ -67,22 +67,40 @@ def torchscript_node_modules(
 
     ``module_names`` are the qualified names of the exported module (with the wrapper, if
     any). Nodes the exporter left unscoped (initializer ``Identity`` nodes) map to None.
+
+    Each scope in a name is a module called inside the one before it, so it names a child of
+    that module. Where a model calls a module's ``forward`` directly (``layer.forward(x)``) the
+    exporter records no scope for it, and the next scope names a deeper module: if several
+    modules below fit that name (every layer's ``attention``), the name does not say which
+    one ran. The parameters the node reads (initializers keep their ``state_dict`` names)
+    say it where they belong to one of them; otherwise the node has no record (None).
     """
     by_unqualified: dict[str, list[str]] = defaultdict(list)
     for name in module_names:
         if name:
             by_unqualified[unqualified_name(name)].append(name)
+    parameters = {tensor.name for tensor in model.graph.initializer}
 
-    def resolve(component: str, current: str) -> str | None:
-        candidates = by_unqualified.get(component)
-        if not candidates:
+    def candidates_of(component: str) -> list[str]:
+        found = by_unqualified.get(component)
+        if not found:
             match = _REPEAT_SUFFIX.match(component)
-            candidates = by_unqualified.get(match.group(1)) if match else None
+            found = by_unqualified.get(match.group(1)) if match else None
+        return found or []
+
+    def resolve(component: str, current: str, node: "onnx.NodeProto") -> str | None:
+        """The module a scope names below ``current``; '' where the name does not say which."""
+        candidates = candidates_of(component)
         if not candidates:
             return None
         inside = [c for c in candidates if is_ancestor(current, c) and c != current]
-        pool = inside or candidates
-        return min(pool, key=lambda c: (c.count("."), c))
+        if not inside:
+            return min(candidates, key=lambda c: (c.count("."), c))
+        children = [c for c in inside if _parent_of(c, current)]
+        if len(children) == 1 or len(inside) == 1:
+            return (children or inside)[0]
+        owners = {c for c in inside for p in node.input if p in parameters and _owns(c, p, wrapped)}
+        return owners.pop() if len(owners) == 1 else ""
 
     result: dict[str, str | None] = {}
     for i, node in enumerate(model.graph.node):
@@ -90,10 +108,25 @@ def torchscript_node_modules(
         if not node.name.startswith("/"):
             result[key] = None
             continue
-        current = ""
+        current: str | None = ""
         for component in node.name[1:].split("/")[:-1]:
-            resolved = resolve(component, current)
+            resolved = resolve(component, current or "", node)
+            if resolved == "":
+                current = None
+                break
             if resolved is not None:
                 current = resolved
-        result[key] = _strip_wrapper(current, wrapped)
+        result[key] = None if current is None else _strip_wrapper(current, wrapped)
     return result
+
+
+def _parent_of(child: str, parent: str) -> bool:
+    """True when ``child`` is a direct child of ``parent`` (``layer.0`` counts as one name)."""
+    rest = child[len(parent) + 1:] if parent else child
+    return unqualified_name(child) == rest
+
+
+def _owns(module: str, parameter: str, wrapped: bool) -> bool:
+    """True when the initializer named ``parameter`` is a parameter or buffer of ``module`` or below."""
+    names = {module, _strip_wrapper(module, wrapped)} if wrapped else {module}
+    return any(name and parameter.startswith(name + ".") for name in names)
