@@ -641,6 +641,18 @@ def conv_net():
     return _seeded(ConvNet, ("x", (2, 3, 8, 8)))
 
 
+def trained_conv_net():
+    """``conv_net`` with its batch norms away from their initial statistics (a trained model's)."""
+    model, inputs = conv_net()
+    generator = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for norm in (m for m in model.modules() if isinstance(m, nn.BatchNorm2d)):
+            for tensor in (norm.weight, norm.bias, norm.running_mean):
+                tensor.copy_(torch.randn(tensor.shape, generator=generator))
+            norm.running_var.copy_(torch.rand(norm.running_var.shape, generator=generator) + 0.5)
+    return model, inputs
+
+
 def cross_stack():
     return _seeded(CrossStack, ("x", (2, 5, 16)), ("memory", (2, 7, 16)))
 
@@ -753,6 +765,7 @@ ARCHITECTURES = {
 
 CUSTOM_CASES: dict = {
     "conv_net": conv_net,
+    "trained_conv_net": trained_conv_net,
     "cross_stack": cross_stack,
     "in_place": in_place,
     "recurrent": recurrent,

@@ -145,6 +145,17 @@ def test_dynamo_export_is_projected_too(measured):
     assert m.contaminated == []
 
 
+@pytest.mark.parametrize("name", ["conv_net", "trained_conv_net"])
+def test_a_fused_convolution_takes_the_call_its_exporter_records(measured, name):
+    """The dynamo exporter's optimizer fuses a batch norm into the convolution before it and records the fused
+    node under the norm (TorchScript: under the convolution); at the norm's initial statistics the node's value
+    equals both calls' outputs, so the parameters cannot say it."""
+    for exporter in ("dynamo", "torchscript"):
+        m = measured(name, dynamic=False, exporter=exporter)
+        assert m.result.exporter == exporter
+        assert m.agreement == 1.0 and m.contaminated == [], m.report()
+
+
 def test_end_to_end_through_the_core(tmp_path):
     from modelexport_core.export.pipeline import ExportOptions, export_model
     from modelexport_core.format.sidecar import validate_sidecar

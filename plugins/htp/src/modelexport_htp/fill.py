@@ -52,13 +52,49 @@ def executed_ancestor(qualname: str, executed: set[str]) -> str:
     return qualname
 
 
+def _absorbed_calls(projection: Projection, trace: Trace) -> dict[int, int]:
+    """The last call of the chain each matched node performs, where it performs more than its match.
+
+    A call with parameters that reads only the matched call's output, whose output equals the
+    node's too and which no node matched, was folded into the node (a normalisation at its
+    initial statistics changes nothing, so the node's value equals both); so was the next such
+    call after it.
+    """
+    readers: dict[int, list[int]] = {}
+    for record in trace.records:
+        for source in set(record.inputs):
+            readers.setdefault(source, []).append(record.index)
+    taken = set(projection.matched.values())
+    absorbed: dict[int, int] = {}
+    for node_index, record_index in projection.matched.items():
+        equal = set(projection.equal_calls.get(node_index, ()))
+        current = record_index
+        while True:
+            after = [r for r in readers.get(current, ()) if r in equal and r not in taken
+                     and trace.records[r].params and trace.records[r].inputs == (current,)]
+            if len(after) != 1 or len(readers.get(current, ())) != 1:
+                break
+            current = after[0]
+        if current != record_index:
+            absorbed[node_index] = current
+    return absorbed
+
+
 def tag_nodes(
     onnx_model: "onnx.ModelProto",
     projection: Projection,
     trace: Trace,
     values: dict[str, "np.ndarray"],
+    folds_into_first: bool = True,
 ) -> tuple[dict[str, str], dict[str, list[str]], dict[str, str]]:
-    """Module of every node, further modules served by shared nodes, and how each node was tagged."""
+    """Module of every node, further modules served by shared nodes, and how each node was tagged.
+
+    A node that performs several calls (a convolution with the normalisation after it folded
+    in: ``projection.folded``) is given the call its exporter records it under. The TorchScript
+    exporter folds the later calls into the first one and keeps its scope
+    (``folds_into_first``); the dynamo exporter's optimizer replaces the chain by a node that
+    takes the record of the node whose output it replaces, the last call (``_absorbed_calls``).
+    """
     graph = onnx_model.graph
     index = GraphIndex.of(graph)
     keys = index.keys
@@ -69,8 +105,10 @@ def tag_nodes(
     how: dict[str, str] = {}
     also: dict[str, list[str]] = {}
 
+    absorbed = {} if folds_into_first else _absorbed_calls(projection, trace)
     for node_index, record_index in projection.matched.items():
-        performed = projection.folded.get(node_index, record_index)
+        performed = projection.folded.get(node_index, record_index) if folds_into_first else \
+            absorbed.get(node_index, record_index)
         modules[node_index] = executed_ancestor(trace.records[performed].module, executed)
         time[node_index] = record_index
         how[keys[node_index]] = "matched"

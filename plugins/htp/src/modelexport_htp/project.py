@@ -55,9 +55,11 @@ class Projection:
     initializer_params: dict[str, frozenset[str]] = field(default_factory=dict)
     """Initializer (or Identity of one) to the parameters holding the same values."""
     folded: dict[int, int] = field(default_factory=dict)
+    """ONNX node index to the first of several calls the exporter folded into it (where that differs)."""
+    equal_calls: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """ONNX node index to every call whose output equals the value matched to its call."""
     small_initializers: dict[str, "np.ndarray"] = field(default_factory=dict)
     """The values of the initializers of at most ``SMALL_SIZE`` elements."""
-    """ONNX node index to the first of several calls the exporter folded into it (where that differs)."""
 
 
 def _candidates(trace: Trace) -> ValueIndex[int]:
@@ -283,6 +285,7 @@ def project(
                 and value.dtype.kind in "fciub" else None
             own_scale = measured[2] if measured is not None else None
             found: list[tuple[int, int, int, int]] = []
+            same: list[int] = []
             reordered = False
             if node.op_type == SHAPE_OP:
                 shape_reads[node_index] = _shape_reads(
@@ -352,7 +355,8 @@ def project(
                 anchors[output] = frozenset([frozenset(c[0] for c in found)])
             used_records.add(chosen)
             used_bits |= 1 << chosen
-            projection.matched.setdefault(node_index, chosen)
+            if projection.matched.setdefault(node_index, chosen) == chosen and not reordered:
+                projection.equal_calls[node_index] = tuple(same)
             if frontier and folds:
                 first = _first_folded_call(chosen, frontier, used_records, trace)
                 if first is not None:
