@@ -622,6 +622,41 @@ class ResponseNormNet(nn.Module):
         return self.blocks(self.stem(x))
 
 
+class Affine(nn.Module):
+    """A per-channel scale and shift in one call (``addcmul``), at its initial ones and zeros."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.ones(1, 1, width))
+        self.beta = nn.Parameter(torch.zeros(1, 1, width))
+
+    def forward(self, x):
+        return torch.addcmul(self.beta, self.alpha, x)
+
+
+class AffineBlock(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.norm = Affine(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width))
+
+    def forward(self, x):
+        return x + self.mlp(self.norm(x))
+
+
+class AffineMixer(nn.Module):
+    """Blocks whose norm is one ``addcmul`` the TorchScript exporter writes as three nodes (scale, times one, shift);
+    at the initial weights each node's value equals the block's input."""
+
+    def __init__(self, width: int = 16, depth: int = 2):
+        super().__init__()
+        self.blocks = nn.Sequential(*[AffineBlock(width) for _ in range(depth)])
+        self.norm = Affine(width)
+
+    def forward(self, x):
+        return self.norm(self.blocks(x))
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -651,6 +686,10 @@ def trained_conv_net():
                 tensor.copy_(torch.randn(tensor.shape, generator=generator))
             norm.running_var.copy_(torch.rand(norm.running_var.shape, generator=generator) + 0.5)
     return model, inputs
+
+
+def affine_mixer():
+    return _seeded(AffineMixer, ("x", (2, 5, 16)))
 
 
 def cross_stack():
@@ -766,6 +805,7 @@ ARCHITECTURES = {
 CUSTOM_CASES: dict = {
     "conv_net": conv_net,
     "trained_conv_net": trained_conv_net,
+    "affine_mixer": affine_mixer,
     "cross_stack": cross_stack,
     "in_place": in_place,
     "recurrent": recurrent,

@@ -652,9 +652,10 @@ def _plausible(
     the node, never is. Among equals the nearest call after the covered inputs wins.
     A node that depends on no input (the exporter folded it into constants) matches the
     first call that depends on no input either. Calls exporters write no node for
-    (dropout in eval, ``contiguous``) count only when nothing else holds the value. A call
-    reading parameters of which the node holds none, nor any tensor that could be their fold or
-    is computed from initializers (``folds``), counts as sharing less than none: the exporter
+    (dropout in eval, ``contiguous``) count only when nothing else holds the value. A call the
+    node does not continue (``again``), reading parameters of which the node holds none, nor any
+    tensor that could be their fold or is computed from initializers (``folds``), counts as sharing
+    less than none: the exporter
     folded it into an earlier node; and where the unmatched nodes since the frontier (``holds``:
     the parameters they read, and whether one holds such a tensor) hold none of them either, it is
     not the node's at all: the node's value equals it only because the call changed little (a norm
@@ -671,7 +672,7 @@ def _plausible(
     for index in kept or eligible:
         record = trace.records[index]
         shared = sum(1 for names in held if names & set(record.params))
-        if record.params and not shared and not folds:
+        if record.params and not shared and not folds and index not in again:
             if frontier and not holds.computed and not holds.params & set(record.params):
                 continue  # neither the node nor the unmatched nodes before it hold its parameters
             shared = -1  # its parameters are nowhere in the node: most likely folded into another node
@@ -767,6 +768,8 @@ def _align_backwards(
             if source is None or value is None:
                 continue
             current = projection.matched.get(source)
+            if current == record_index:
+                continue  # an earlier piece of the same call (an exporter's split of one call): no edge to check
             read = list(dict.fromkeys(undropped(s) for s in records[record_index].inputs))
             if current is None:
                 options = [s for s in read if s not in used and holds(s, value, source)]
