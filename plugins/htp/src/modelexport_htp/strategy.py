@@ -118,13 +118,13 @@ class HTPStrategy(TaggingStrategy):
         if varied is not None:  # an all-ones mask makes the values built from it alike: trace with one that varies
             try:
                 varied_ctx = replace(ctx, args=varied)
-                traced = (varied_ctx, trace_execution(varied_ctx),
+                traced = (varied_ctx, trace_execution(varied_ctx, exporter),
                           intermediate_values(onnx_model, ctx.input_names, varied, source))
             except Exception:  # noqa: BLE001 - the model or the file refuses them: the example itself is traced
                 traced = None
         if traced is None:
             try:
-                trace = trace_execution(ctx)
+                trace = trace_execution(ctx, exporter)
             except Exception as error:  # noqa: BLE001
                 raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
             try:

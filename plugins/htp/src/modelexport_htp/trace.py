@@ -12,6 +12,7 @@ write no node for (dropout in eval, ``contiguous``): the projection passes over 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -305,8 +306,51 @@ def _numpy_or_none(tensor: "torch.Tensor") -> "np.ndarray | None":
         return None
 
 
-def trace_execution(ctx: "ExportContext") -> Trace:
-    """Run ``ctx.module`` on ``ctx.args`` once, recording every torch call and module call."""
+@contextmanager
+def as_exported(exporter: str | None) -> Iterator[None]:
+    """Answer a model's "am I being exported?" as the named exporter does while it runs the model.
+
+    Models take another path under an exporter (a mask built as a tensor instead of left
+    to a fused kernel, a check skipped): the TorchScript exporter runs them with
+    ``torch.jit.is_tracing()`` true, the dynamo exporter with ``torch.compiler.is_exporting()``
+    and ``is_compiling()`` true, and both with ``torch.onnx.is_in_onnx_export()`` true. The
+    trace runs the path the file was made from.
+    """
+    import torch
+
+    def yes() -> bool:
+        return True
+
+    patched: list[tuple[Any, str]] = []
+    if exporter == "torchscript":
+        patched = [(torch.jit, "is_tracing"), (torch.onnx, "is_in_onnx_export")]
+    elif exporter == "dynamo":
+        patched = [(torch.compiler, "is_exporting"), (torch.compiler, "is_compiling"), (torch.onnx, "is_in_onnx_export")]
+    saved = [(owner, name, getattr(owner, name)) for owner, name in patched]
+    try:
+        for owner, name in patched:
+            setattr(owner, name, yes)
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def trace_execution(ctx: "ExportContext", exporter: str | None = None) -> Trace:
+    """Run ``ctx.module`` on ``ctx.args`` once, recording every torch call and module call.
+
+    With ``exporter``, the model runs as that exporter ran it (``as_exported``); where it
+    fails so (eager code that only an exporter can run), it runs as it is.
+    """
+    if exporter is not None:
+        try:
+            return _trace_execution(ctx, exporter)
+        except Exception:  # noqa: BLE001 - the exporter's path does not run eagerly: the plain one is traced
+            pass
+    return _trace_execution(ctx, None)
+
+
+def _trace_execution(ctx: "ExportContext", exporter: str | None) -> Trace:
     import torch
 
     model = ctx.model
@@ -347,7 +391,7 @@ def trace_execution(ctx: "ExportContext") -> Trace:
             handles.append(module.register_forward_hook(post_hook, always_call=True))
         for name, tensor in zip(ctx.input_names, ctx.args):
             recorder.add_input(name, tensor)
-        with torch.no_grad(), _make_mode(recorder):
+        with torch.no_grad(), as_exported(exporter), _make_mode(recorder):
             ctx.module(*ctx.args)
     finally:
         for handle in handles:
