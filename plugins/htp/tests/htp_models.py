@@ -657,6 +657,29 @@ class AffineMixer(nn.Module):
         return self.norm(self.blocks(x))
 
 
+class SizedTower(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        batch, length = x.shape[0], x.shape[1]  # sizes of the graph input's dynamic axes
+        positions = torch.arange(length, dtype=x.dtype).view(1, length, 1).expand(batch, length, 1)
+        return self.proj(x) + positions
+
+
+class SizedTowers(nn.Module):
+    """Two towers reading the sizes of one input: a dynamo file reads each size once, at the top, outside both."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.first = SizedTower(width)
+        self.second = SizedTower(width)
+
+    def forward(self, x):
+        return self.first(x) * self.second(x)
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -690,6 +713,10 @@ def trained_conv_net():
 
 def affine_mixer():
     return _seeded(AffineMixer, ("x", (2, 5, 16)))
+
+
+def sized_towers():
+    return _seeded(SizedTowers, ("x", (2, 5, 8)))
 
 
 def cross_stack():
@@ -806,6 +833,7 @@ CUSTOM_CASES: dict = {
     "conv_net": conv_net,
     "trained_conv_net": trained_conv_net,
     "affine_mixer": affine_mixer,
+    "sized_towers": sized_towers,
     "cross_stack": cross_stack,
     "in_place": in_place,
     "recurrent": recurrent,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from modelexport_core.sdk import GraphIndex, common_ancestor, fill_missing_modules, is_ancestor
 
-from .project import SMALL_SIZE, Projection
+from .project import SHAPE_OP, SMALL_SIZE, Projection
 from .trace import Trace
 
 if TYPE_CHECKING:
@@ -80,20 +80,55 @@ def _absorbed_calls(projection: Projection, trace: Trace) -> dict[int, int]:
     return absorbed
 
 
+SIZE_ELEMENT_OPS = frozenset({"Squeeze", "Gather", "Slice"})
+"""Ops that take one extent out of a shape (how a dynamo file writes the size of one axis)."""
+
+
+def _input_sizes(graph: "onnx.GraphProto") -> list[int]:
+    """The nodes of the graph's opening run that read a graph input's shape or take one extent out of it.
+
+    The run ends at the first node doing anything else; Constant nodes (an index, an axis) pass.
+    """
+    initializers = {tensor.name for tensor in graph.initializer}
+    inputs = {value.name for value in graph.input} - initializers
+    sizes: set[str] = set()
+    constants: set[str] = set(initializers)
+    found: list[int] = []
+    for node_index, node in enumerate(graph.node):
+        first, rest = (node.input[0], list(node.input[1:])) if node.input else ("", [])
+        if node.op_type == "Constant":
+            constants.update(node.output)
+            continue
+        if node.op_type == SHAPE_OP and first in inputs:
+            pass
+        elif node.op_type in SIZE_ELEMENT_OPS and first in sizes and all(not n or n in constants for n in rest):
+            pass
+        else:
+            break
+        found.append(node_index)
+        sizes.update(node.output)
+    return found
+
+
 def tag_nodes(
     onnx_model: "onnx.ModelProto",
     projection: Projection,
     trace: Trace,
     values: dict[str, "np.ndarray"],
-    folds_into_first: bool = True,
+    exporter: str = "torchscript",
 ) -> tuple[dict[str, str], dict[str, list[str]], dict[str, str]]:
     """Module of every node, further modules served by shared nodes, and how each node was tagged.
 
-    A node that performs several calls (a convolution with the normalisation after it folded
-    in: ``projection.folded``) is given the call its exporter records it under. The TorchScript
-    exporter folds the later calls into the first one and keeps its scope
-    (``folds_into_first``); the dynamo exporter's optimizer replaces the chain by a node that
-    takes the record of the node whose output it replaces, the last call (``_absorbed_calls``).
+    Two things a node's values cannot say are the exporter's conventions (``exporter``):
+
+    - A node that performs several calls (a convolution with the normalisation after it folded
+      in: ``projection.folded``) is given the call its exporter records it under. The TorchScript
+      exporter folds the later calls into the first one and keeps its scope; the dynamo
+      exporter's optimizer replaces the chain by a node that takes the record of the node whose
+      output it replaces, the last call (``_absorbed_calls``).
+    - The dynamo exporter reads the size of every dynamic axis of a graph input once, at the top
+      of the graph and outside every module, and every use of that size reads it there
+      (``_input_sizes``): those nodes are the root's, whichever module read the size first.
     """
     graph = onnx_model.graph
     index = GraphIndex.of(graph)
@@ -105,6 +140,7 @@ def tag_nodes(
     how: dict[str, str] = {}
     also: dict[str, list[str]] = {}
 
+    folds_into_first = exporter != "dynamo"
     absorbed = {} if folds_into_first else _absorbed_calls(projection, trace)
     for node_index, record_index in projection.matched.items():
         performed = projection.folded.get(node_index, record_index) if folds_into_first else \
@@ -112,6 +148,11 @@ def tag_nodes(
         modules[node_index] = executed_ancestor(trace.records[performed].module, executed)
         time[node_index] = record_index
         how[keys[node_index]] = "matched"
+    if exporter == "dynamo":
+        for node_index in _input_sizes(graph):
+            modules[node_index] = ""
+            time[node_index] = -1
+            how[keys[node_index]] = "input size"
 
     element_reads: dict[int, tuple[str, int, int]] = {}
     """Nodes taken as elements of a value read into Python: the module that read it, when, and the value's node."""

@@ -144,7 +144,7 @@ class HTPStrategy(TaggingStrategy):
                 return tensor_value(tensor, source.parent)
 
         projection = project(onnx_model, values, trace, read_initializers(onnx_model, trace, reader))
-        node_modules, also, how = tag_nodes(onnx_model, projection, trace, values, folds_into_first=exporter == "torchscript")
+        node_modules, also, how = tag_nodes(onnx_model, projection, trace, values, exporter)
         reused = [name for name, count in Counter(trace.execution_trace).items() if count > 1]
         held = hold_call_containment(onnx_model.graph, node_modules, reused, set(trace.execution_trace))
         first_call = {name: position for position, name in reversed(list(enumerate(trace.execution_trace)))}
@@ -167,6 +167,7 @@ _EVIDENCE = {
     "common consumer": "consumers",
     "shape element": "shape read",
     "value element": "value read",
+    "input size": "exporter convention",
 }
 """htp's ways of tagging a node (``fill.tag_nodes``) as the core's evidence kinds, where one fits."""
 
