@@ -680,6 +680,42 @@ class SizedTowers(nn.Module):
         return self.first(x) * self.second(x)
 
 
+class GroupNormBlock(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.norm = nn.GroupNorm(1, channels)
+        self.mix = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        return x + self.mix(self.norm(x))
+
+
+class ReadingStage(nn.Module):
+    def __init__(self, channels_in: int, channels: int):
+        super().__init__()
+        self.downsample = nn.Conv2d(channels_in, channels, 2, stride=2)
+        self.blocks = nn.Sequential(GroupNormBlock(channels), GroupNormBlock(channels))
+
+    def forward(self, x):
+        x = self.downsample(x)
+        batch, channels, height, width = x.shape  # read, then used on a path the export does not take
+        if x.dim() != 4:
+            x = x.reshape(batch, channels, height * width)
+        return self.blocks(x)
+
+
+class GroupNormStages(nn.Module):
+    """Stages that read their input's shape before blocks opening with a group norm, which the exporter
+    writes as reshape, normalise, and reshape back to the input's shape (a Shape node of that input)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.Sequential(ReadingStage(3, 8), ReadingStage(8, 16))
+
+    def forward(self, x):
+        return self.stages(x)
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -717,6 +753,10 @@ def affine_mixer():
 
 def sized_towers():
     return _seeded(SizedTowers, ("x", (2, 5, 8)))
+
+
+def group_norm_stages():
+    return _seeded(GroupNormStages, ("x", (2, 3, 16, 16)))
 
 
 def cross_stack():
@@ -834,6 +874,7 @@ CUSTOM_CASES: dict = {
     "trained_conv_net": trained_conv_net,
     "affine_mixer": affine_mixer,
     "sized_towers": sized_towers,
+    "group_norm_stages": group_norm_stages,
     "cross_stack": cross_stack,
     "in_place": in_place,
     "recurrent": recurrent,

@@ -363,6 +363,7 @@ def project(
                     projection.folded.setdefault(node_index, first)
     _align_backwards(graph, values, trace, projection, used_records, node_holds)
     _last_reads_before_use(graph, projection, shape_reads, trace, values)
+    _lowered_shapes(graph, projection, trace)
     return projection
 
 
@@ -427,6 +428,55 @@ def _shape_reads(
 
 def _depth(qualname: str) -> int:
     return qualname.count(".") + 1 if qualname else 0
+
+
+ELEMENT_OPS = frozenset({"Gather", "Slice", "Squeeze", "Split", "GatherElements"})
+"""Ops that take elements out of a value (an extent out of a shape)."""
+
+
+def _lowered_shapes(graph: "onnx.GraphProto", projection: Projection, trace: Trace) -> None:
+    """A Shape node that only an exporter's lowering of one call uses is that call's.
+
+    Exporters write some single calls as several nodes that read the input's shape to restore
+    it (a group norm: reshape into groups, normalise, reshape back to the input's shape). The
+    value of such a Shape node equals any recorded read of the same tensor's shape, also one made
+    by another module and then never used (a stage reading ``x.shape`` before its blocks). Where
+    the whole shape, no extent taken out of it, flows through unmatched nodes only into the nodes
+    of one call, a call that reads the tensor whose shape it is and runs in another module than the
+    read, the node is that call's: a read in another module would have reached the call as numbers
+    taken out of the shape.
+    """
+    producer = {value: i for i, node in enumerate(graph.node) for value in node.output if value}
+    consumers: dict[str, list[int]] = defaultdict(list)
+    for i, node in enumerate(graph.node):
+        for name in node.input:
+            consumers[name].append(i)
+    for node_index, record_index in list(projection.matched.items()):
+        node = graph.node[node_index]
+        read = trace.records[record_index]
+        if node.op_type != SHAPE_OP or not read.shape_read or not node.input or node.input[0] not in producer:
+            continue
+        source = projection.matched.get(producer[node.input[0]])
+        reached: set[int] = set()
+        pending, seen = list(node.output), set()
+        whole = True
+        while pending and whole:
+            for consumer in consumers.get(pending.pop(), []):
+                if consumer in seen:
+                    continue
+                seen.add(consumer)
+                if graph.node[consumer].op_type in ELEMENT_OPS:
+                    whole = False
+                elif consumer in projection.matched:
+                    reached.add(projection.matched[consumer])
+                else:
+                    pending.extend(graph.node[consumer].output)
+        if not whole or len(reached) != 1:
+            continue
+        (call,) = reached
+        record = trace.records[call]
+        if source is not None and source in record.inputs and not record.shape_read and record.module != read.module:
+            projection.matched[node_index] = call
 
 
 def _last_reads_before_use(
