@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
 
-from modelexport_core.sdk import is_ancestor
+from modelexport_core.sdk import GraphIndex, is_ancestor
 
 from .trace import INPUT_PREFIX, Trace
 from .value_index import (
@@ -446,11 +446,8 @@ def _lowered_shapes(graph: "onnx.GraphProto", projection: Projection, trace: Tra
     read, the node is that call's: a read in another module would have reached the call as numbers
     taken out of the shape.
     """
-    producer = {value: i for i, node in enumerate(graph.node) for value in node.output if value}
-    consumers: dict[str, list[int]] = defaultdict(list)
-    for i, node in enumerate(graph.node):
-        for name in node.input:
-            consumers[name].append(i)
+    index = GraphIndex.of(graph)
+    producer, consumers = index.producer, index.consumers
     for node_index, record_index in list(projection.matched.items()):
         node = graph.node[node_index]
         read = trace.records[record_index]
@@ -705,8 +702,7 @@ def _plausible(
     (dropout in eval, ``contiguous``) count only when nothing else holds the value. A call the
     node does not continue (``again``), reading parameters of which the node holds none, nor any
     tensor that could be their fold or is computed from initializers (``folds``), counts as sharing
-    less than none: the exporter
-    folded it into an earlier node; and where the unmatched nodes since the frontier (``holds``:
+    less than none: the exporter folded it into an earlier node; and where the unmatched nodes since the frontier (``holds``:
     the parameters they read, and whether one holds such a tensor) hold none of them either, it is
     not the node's at all: the node's value equals it only because the call changed little (a norm
     at its initial weights), unless the node depends on no input (a constant). So does a call
