@@ -12,13 +12,16 @@ backbones, segmentation; the benchmark environment only, ``make bench-install``)
 from a ``random.Random`` seeded by (seed, family, index), so a draw is the same on every machine. The
 development draw uses :data:`DEV_SEED` and may be studied node by node; a held-out draw takes a seed given for
 one report and refuses the development seed. Sizes stay small (width 32-128, 1-3 layers, short sequences,
-32-64 px images) so one model exports in seconds.
+32-64 px images) so one model exports in seconds. ``MODELEXPORT_DRAW_SEQUENCE_SCALE=K`` makes every token
+sequence K times as long (the same configurations otherwise; positions allow up to 128 tokens): what the
+strategies do with the long inputs users export with.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 from dataclasses import dataclass, field
@@ -305,14 +308,15 @@ def inputs_for(model: "nn.Module", sizes: Config, batch: int) -> Inputs:
     config = getattr(model, "config", None)
     generator = torch.Generator().manual_seed(sizes.get("input_seed", 0))
     inputs: Inputs = {}
-    sequence = sizes["sequence"]
+    scale = int(os.environ.get("MODELEXPORT_DRAW_SEQUENCE_SCALE", "1"))
+    sequence = sizes["sequence"] * scale
     vocab = _nested_value(config, "vocab_size", default=sizes["vocab"])
     if "input_ids" in params:
         inputs["input_ids"] = torch.randint(3, max(vocab, 4), (batch, sequence), generator=generator)
         if "attention_mask" in params:
             inputs["attention_mask"] = torch.ones(batch, sequence, dtype=torch.long)
     if "decoder_input_ids" in params and getattr(config, "is_encoder_decoder", False):
-        inputs["decoder_input_ids"] = torch.randint(3, max(vocab, 4), (batch, sizes["decoder_sequence"]),
+        inputs["decoder_input_ids"] = torch.randint(3, max(vocab, 4), (batch, sizes["decoder_sequence"] * scale),
                                                     generator=generator)
     if "pixel_values" in params:
         channels = _nested_value(config, "num_channels", "in_channels", "num_input_channels", default=3)

@@ -248,3 +248,69 @@ def test_an_all_ones_mask_leaves_the_mask_the_model_builds_at_the_root(tmp_path)
     scoped = [k for k, v in reference.items() if v is not None]
     wrong = [(k, result.node_modules[k], reference[k]) for k in scoped if result.node_modules[k] != reference[k]]
     assert len(wrong) <= 0.01 * len(scoped), wrong[:10]
+
+
+def test_long_inputs_are_cut_to_a_prefix_along_their_dynamic_axes():
+    from modelexport_htp.inputs import shorter_args
+
+    ids, mask = torch.arange(8 * 128).reshape(8, 128), torch.ones(8, 128, dtype=torch.long)
+    decoder, pixels = torch.arange(8 * 40).reshape(8, 40), torch.randn(8, 3, 4, 4)
+    axes = {"ids": {0: "batch", 1: "sequence"}, "mask": {0: "batch", 1: "sequence"},
+            "decoder": {0: "batch", 1: "decoder_sequence"}, "pixels": {0: "batch"}}
+    cut = shorter_args((ids, mask, decoder, pixels), ["ids", "mask", "decoder", "pixels"], axes)
+    assert cut is not None
+    assert [list(t.shape) for t in cut] == [[2, 16], [2, 16], [2, 16], [2, 3, 4, 4]]
+    assert cut[0].tolist() == ids[:2, :16].tolist() and cut[3].tolist() == pixels[:2].tolist()  # a prefix, values kept
+    assert shorter_args((ids,), ["ids"], {}) is None  # nothing dynamic: the example itself
+    assert shorter_args((ids[:2, :40],), ["ids"], {"ids": {0: "batch", 1: "sequence"}}) is None  # saves too little
+
+
+def _reference_agreement(result, path: Path, ctx) -> list:
+    from modelexport_core.format.reference import torchscript_node_modules
+
+    reference = torchscript_node_modules(onnx.load(str(path)), [n for n, _ in ctx.module.named_modules()])
+    return [(k, result.node_modules[k], v) for k, v in reference.items() if v is not None and result.node_modules[k] != v]
+
+
+def test_a_long_example_is_analysed_on_a_prefix_with_the_same_tags(tmp_path, monkeypatch):
+    """A 64-token example (the model's longest): htp traces and runs the file on 16 tokens (a fraction of the time)
+    and tags every node as it does analysing the example itself."""
+    from modelexport_core.prepare.inputs import inputs_from_config
+    from modelexport_core.prepare.presets import build_preset
+
+    model = build_preset("bert")
+    inputs = inputs_from_config(model)
+    inputs = {name: tensor[:1].repeat(2, 16)[:, :64] for name, tensor in inputs.items()}
+    ctx = make_context(model, inputs)
+    result = HTPStrategy().export(ctx, tmp_path / "bert.onnx")
+    assert result.details["analysed_inputs"] == {name: [2, 16] for name in inputs}
+    monkeypatch.setattr("modelexport_htp.inputs.SHORTER_AT_MOST", 0.0)
+    whole = HTPStrategy().export(ctx, tmp_path / "whole.onnx")
+    assert whole.details["analysed_inputs"] == {name: [2, 64] for name in inputs}
+    assert result.node_modules == whole.node_modules
+    assert len(_reference_agreement(result, tmp_path / "bert.onnx", ctx)) <= 1  # a shared Constant, either way
+
+
+def test_a_file_that_differs_from_the_model_on_the_prefix_is_analysed_on_the_example(tmp_path):
+    """The model chooses a path by the sequence's length; the file keeps the example's choice, so on 16 tokens file
+    and model differ: htp analyses the example itself, and tags as PyTorch records."""
+
+    class LengthBranch(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(50, 8)
+            self.short = torch.nn.Linear(8, 8)
+            self.long = torch.nn.Linear(8, 8)
+
+        def forward(self, ids):
+            hidden = self.embed(ids)
+            return self.long(hidden) if ids.shape[1] > 32 else self.short(hidden)
+
+    torch.manual_seed(0)
+    ids = torch.randint(0, 50, (2, 80))
+    ctx = make_context(LengthBranch().eval(), {"ids": ids})
+    assert ctx.dynamic_axes == {"ids": {0: "batch", 1: "sequence"}}
+    result = HTPStrategy().export(ctx, tmp_path / "m.onnx")
+    assert result.details["analysed_inputs"] == {"ids": [2, 80]}
+    assert _reference_agreement(result, tmp_path / "m.onnx", ctx) == []
+    assert "long" in result.node_modules.values() and "short" not in result.node_modules.values()

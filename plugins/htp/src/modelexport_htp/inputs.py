@@ -33,3 +33,37 @@ def informative_args(args: tuple["torch.Tensor", ...]) -> tuple["torch.Tensor", 
         varied[position] = copy
         changed = True
     return tuple(varied) if changed else None
+
+
+ANALYSIS_EXTENTS = (2, 16)
+"""The longest first axis and the longest other axis htp analyses where an example's axes are dynamic."""
+SHORTER_AT_MOST = 0.25
+"""Shortened inputs are used only where they hold at most this share of the example's elements."""
+
+
+def shorter_args(
+    args: tuple["torch.Tensor", ...], input_names: list[str], dynamic_axes: dict[str, dict[int, str]]
+) -> tuple["torch.Tensor", ...] | None:
+    """``args`` cut to a prefix along their dynamic axes, or None where that saves little.
+
+    What htp recovers does not depend on how long a sequence or how large a batch is, while the time its trace,
+    onnxruntime run and matching take grows with them: an axis the export declares dynamic is cut to its first
+    ``ANALYSIS_EXTENTS`` positions (the first axis to 2, any other to 16; axes of one name alike, so a mask stays
+    as long as its ids). The caller checks the file computes what the model computes on them, and uses the
+    example itself where it does not.
+    """
+    sizes: dict[str, int] = {}
+    for name, tensor in zip(input_names, args):
+        for axis, dim in dynamic_axes.get(name, {}).items():
+            if axis < tensor.dim():
+                limit = ANALYSIS_EXTENTS[0] if axis == 0 else ANALYSIS_EXTENTS[1]
+                sizes[dim] = min(sizes.get(dim, tensor.shape[axis]), tensor.shape[axis], limit)
+    shorter = []
+    for name, tensor in zip(input_names, args):
+        for axis, dim in dynamic_axes.get(name, {}).items():
+            if axis < tensor.dim() and sizes[dim] < tensor.shape[axis]:
+                tensor = tensor.narrow(axis, 0, sizes[dim])
+        shorter.append(tensor.contiguous())
+    before = sum(tensor.numel() for tensor in args)
+    after = sum(tensor.numel() for tensor in shorter)
+    return tuple(shorter) if before and after <= SHORTER_AT_MOST * before else None

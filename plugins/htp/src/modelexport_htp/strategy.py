@@ -105,35 +105,10 @@ class HTPStrategy(TaggingStrategy):
     ) -> TaggingResult:
         """Trace, run the file in onnxruntime, project; ``source``: the file a weightless graph was read from;
         ``outputs``: the graph outputs of a file made elsewhere, held to the model's own outputs first."""
-        from dataclasses import replace
-
         from .fill import tag_nodes
-        from .inputs import informative_args
         from .project import project, read_initializers
-        from .trace import trace_execution
-        from .values import intermediate_values
 
-        traced = None
-        varied = informative_args(tuple(ctx.args))
-        if varied is not None:  # an all-ones mask makes the values built from it alike: trace with one that varies
-            try:
-                varied_ctx = replace(ctx, args=varied)
-                traced = (varied_ctx, trace_execution(varied_ctx, exporter),
-                          intermediate_values(onnx_model, ctx.input_names, varied, source))
-            except Exception:  # noqa: BLE001 - the model or the file refuses them: the example itself is traced
-                traced = None
-        if traced is None:
-            try:
-                trace = trace_execution(ctx, exporter)
-            except Exception as error:  # noqa: BLE001
-                raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
-            try:
-                values = intermediate_values(onnx_model, ctx.input_names, ctx.args, source)
-            except Exception as error:  # noqa: BLE001
-                raise StrategyFailed(f"onnxruntime could not run the export: {_one_line(error)}") from error
-            traced_ctx = ctx
-        else:
-            traced_ctx, trace, values = traced
+        traced_ctx, trace, values = _analyse(ctx, onnx_model, exporter, source)
         if outputs is not None:
             _check_same_function(traced_ctx, [values.get(name) for name in outputs])
         reader = None
@@ -153,10 +128,76 @@ class HTPStrategy(TaggingStrategy):
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
         details = _details(ctx, trace, projection, how, exporter)
+        details["analysed_inputs"] = {name: list(arg.shape) for name, arg in zip(ctx.input_names, traced_ctx.args)}
         details["containment_moved"] = len(held.moved)
         evidence = {key: _EVIDENCE.get(kind, kind) for key, kind in how.items()}
         evidence.update(dict.fromkeys(held.moved, CONTAINMENT))
         return TaggingResult(node_modules=node_modules, exporter=exporter, also=also, details=details, evidence=evidence)
+
+
+def _analyse(
+    ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, source: Path | None,
+) -> tuple[ExportContext, "Trace", dict[str, "np.ndarray"]]:
+    """Trace the model and run the file in onnxruntime on the same inputs: the example cut short along its
+    dynamic axes where that saves most of the work and the file then computes what the model computes
+    (``inputs.shorter_args``), else the example, each with masks that vary (``inputs.informative_args``)."""
+    from dataclasses import replace
+
+    from .inputs import informative_args, shorter_args
+    from .trace import trace_execution
+    from .values import intermediate_values
+
+    def run(args: tuple) -> tuple[ExportContext, "Trace", dict[str, "np.ndarray"]]:
+        run_ctx = replace(ctx, args=args)
+        return run_ctx, trace_execution(run_ctx, exporter), intermediate_values(onnx_model, ctx.input_names, args, source)
+
+    shorter = shorter_args(tuple(ctx.args), ctx.input_names, ctx.dynamic_axes)
+    if shorter is not None:
+        try:
+            analysed = run(informative_args(shorter) or shorter)
+            if _same_outputs(analysed[1].model_outputs, [analysed[2].get(o.name) for o in onnx_model.graph.output]):
+                return analysed
+            del analysed  # its values are let go before the example's are computed
+        except Exception:  # noqa: BLE001 - the model or the file refuses the shorter inputs: the example serves
+            pass
+    varied = informative_args(tuple(ctx.args))
+    if varied is not None:  # an all-ones mask makes the values built from it alike: trace with one that varies
+        try:
+            return run(varied)
+        except Exception:  # noqa: BLE001 - the model or the file refuses them: the example itself is traced
+            pass
+    try:
+        trace = trace_execution(ctx, exporter)
+    except Exception as error:  # noqa: BLE001
+        raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
+    try:
+        values = intermediate_values(onnx_model, ctx.input_names, ctx.args, source)
+    except Exception as error:  # noqa: BLE001
+        raise StrategyFailed(f"onnxruntime could not run the export: {_one_line(error)}") from error
+    return ctx, trace, values
+
+
+def _same_outputs(expected: list[Any], produced: list[Any]) -> bool:
+    """Whether the file's outputs are the model's, in order: as many, each of the same shape and, within the
+    tolerance of float arithmetic, the same values."""
+    import numpy as np
+
+    if len(expected) != len(produced):
+        return False
+    for want, got in zip(expected, produced):
+        if want is None or got is None:
+            continue
+        got = np.asarray(got)
+        if got.shape != want.shape:
+            return False
+        if np.issubdtype(want.dtype, np.floating) or np.issubdtype(got.dtype, np.floating):
+            scale = float(np.abs(want).max(initial=0)) if want.size else 0.0
+            if not np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-3, atol=1e-4 + 1e-3 * scale,
+                               equal_nan=True):
+                return False
+        elif not np.array_equal(got, want):
+            return False
+    return True
 
 
 _EVIDENCE = {

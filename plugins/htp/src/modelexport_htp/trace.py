@@ -78,6 +78,8 @@ class Trace:
     value_reads: dict[int, tuple[str, int]] = field(default_factory=dict)
     """Records whose value the model read into Python (``.tolist()``, ``.item()``, ``int(x)``), each with the
     innermost module that read it first and how many records there were then (when it was read)."""
+    model_outputs: list["np.ndarray | None"] = field(default_factory=list)
+    """What the traced run returned, in order (``None`` for an output that is not a tensor NumPy can hold)."""
     _scales: dict[int, float] = field(default_factory=dict, repr=False)
     _summaries: dict[int, tuple] = field(default_factory=dict, repr=False)
     _unchanged: dict[int, bool] = field(default_factory=dict, repr=False)
@@ -392,11 +394,13 @@ def _trace_execution(ctx: "ExportContext", exporter: str | None) -> Trace:
         for name, tensor in zip(ctx.input_names, ctx.args):
             recorder.add_input(name, tensor)
         with torch.no_grad(), as_exported(exporter), _make_mode(recorder):
-            ctx.module(*ctx.args)
+            returned = ctx.module(*ctx.args)
     finally:
         for handle in handles:
             handle.remove()
 
     for record in recorder.records:
         record.outputs = [array for array in map(_numpy_or_none, record.outputs) if array is not None]
-    return Trace(recorder.records, recorder.execution_trace, param_owners, param_values, recorder.value_reads)
+    returned = returned if isinstance(returned, (tuple, list)) else (returned,)
+    outputs = [_numpy_or_none(tensor) if isinstance(tensor, torch.Tensor) else None for tensor in returned]
+    return Trace(recorder.records, recorder.execution_trace, param_owners, param_values, recorder.value_reads, outputs)
