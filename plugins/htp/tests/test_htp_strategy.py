@@ -314,3 +314,18 @@ def test_a_file_that_differs_from_the_model_on_the_prefix_is_analysed_on_the_exa
     assert result.details["analysed_inputs"] == {"ids": [2, 80]}
     assert _reference_agreement(result, tmp_path / "m.onnx", ctx) == []
     assert "long" in result.node_modules.values() and "short" not in result.node_modules.values()
+
+
+def test_weights_left_in_memory_give_the_tags_the_written_file_gives(tmp_path):
+    """Where the core writes the file, htp's TorchScript export stays in memory: onnxruntime and the weight look-up
+    take the exporter's bytes as they lie, and every node gets the tag it gets from the file."""
+    from dataclasses import replace
+
+    model, inputs = build("stacked_blocks")
+    ctx = make_context(model, inputs)
+    in_file = HTPStrategy().export(ctx, tmp_path / "file.onnx")
+    in_memory = HTPStrategy().export(replace(ctx, may_leave_unwritten=True), tmp_path / "memory.onnx")
+    assert in_file.unwritten is None and (tmp_path / "file.onnx").exists()
+    assert in_memory.unwritten is not None and not (tmp_path / "memory.onnx").exists()
+    assert in_memory.node_modules == in_file.node_modules and in_memory.evidence == in_file.evidence
+    assert in_memory.details["tagged_by"].get("parameter owner")  # the weights were found in memory too

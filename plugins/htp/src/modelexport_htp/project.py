@@ -404,10 +404,7 @@ def _shape_reads(
     upstream = {record for group in frontier if len(group) == 1 for record in group}
     records = trace.records
 
-    def undropped(record: int) -> int:  # through dropped calls, and ``x + 0``: one input, returned exactly
-        while len(records[record].inputs) == 1 and (records[record].dropped or trace.returns_its_input(record)):
-            record = records[record].inputs[0]
-        return record
+    undropped = trace.unchanged_source  # through dropped calls, and ``x + 0``: one input, returned exactly
 
     def same(a: int, b: int) -> bool:  # cached summaries first: most pairs differ in shape or in sum
         return (

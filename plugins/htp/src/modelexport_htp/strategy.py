@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     import numpy as np
     import onnx
 
+    from modelexport_core.sdk import StreamedModel
+
     from .project import Projection
     from .trace import Trace
 
@@ -84,14 +86,22 @@ class HTPStrategy(TaggingStrategy):
     def _export_with(self, ctx: ExportContext, onnx_path: Path, exporter: str) -> TaggingResult:
         from modelexport_core.sdk import load_graph
 
+        unwritten = None
         try:
-            export_plain(ctx, onnx_path, exporter)
+            if exporter == "torchscript":  # into memory where the core may write the file (once, tagged)
+                unwritten = export_torchscript(ctx, onnx_path, in_memory=ctx.may_leave_unwritten)
+            else:
+                export_plain(ctx, onnx_path, exporter)
         except StrategyFailed:  # already one line, naming the exporter
             raise
         except Exception as error:  # noqa: BLE001 - any exporter error means this exporter failed
             raise StrategyFailed(f"{exporter} export failed: {_one_line(error)}") from error
+        if unwritten is not None:  # onnxruntime and the initializer reads take the weights where the exporter left them
+            result = self._tag(ctx, unwritten.model, exporter, weights=unwritten)
+            result.unwritten = unwritten
+            return result
         # the graph only: onnxruntime and the initializer reads take the weights from the file
-        return self._tag(ctx, load_graph(Path(onnx_path)), exporter, source=Path(onnx_path))
+        return self._tag(ctx, load_graph(Path(onnx_path)), exporter, weights=Path(onnx_path))
 
     def tag_onnx(self, ctx: ExportContext, onnx_model: "onnx.ModelProto") -> TaggingResult:
         """Tag an export made elsewhere: the projection needs only the graph and the example inputs."""
@@ -100,23 +110,28 @@ class HTPStrategy(TaggingStrategy):
         return self._tag(ctx, onnx_model, _exporter_guess(onnx_model), outputs=[o.name for o in onnx_model.graph.output])
 
     def _tag(
-        self, ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, source: Path | None = None,
-        outputs: list[str] | None = None,
+        self, ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str,
+        weights: "Path | StreamedModel | None" = None, outputs: list[str] | None = None,
     ) -> TaggingResult:
-        """Trace, run the file in onnxruntime, project; ``source``: the file a weightless graph was read from;
-        ``outputs``: the graph outputs of a file made elsewhere, held to the model's own outputs first."""
+        """Trace, run the file in onnxruntime, project; ``weights``: where a weightless graph's weights are (the file
+        it was read from, or the exporter's bytes); ``outputs``: the graph outputs of a file made elsewhere, held to
+        the model's own outputs first."""
         from .fill import tag_nodes
         from .project import project, read_initializers
 
-        traced_ctx, trace, values = _analyse(ctx, onnx_model, exporter, source)
+        traced_ctx, trace, values = _analyse(ctx, onnx_model, exporter, weights)
         if outputs is not None:
             _check_same_function(traced_ctx, [values.get(name) for name in outputs])
         reader = None
-        if source is not None:
+        if isinstance(weights, Path):
             from modelexport_core.sdk import tensor_value
 
+            folder = weights.parent
+
             def reader(tensor: "onnx.TensorProto") -> "np.ndarray":
-                return tensor_value(tensor, source.parent)
+                return tensor_value(tensor, folder)
+        elif weights is not None:
+            reader = weights.value
 
         projection = project(onnx_model, values, trace, read_initializers(onnx_model, trace, reader))
         node_modules, also, how = tag_nodes(onnx_model, projection, trace, values, exporter)
@@ -136,7 +151,7 @@ class HTPStrategy(TaggingStrategy):
 
 
 def _analyse(
-    ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, source: Path | None,
+    ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, weights: "Path | StreamedModel | None",
 ) -> tuple[ExportContext, "Trace", dict[str, "np.ndarray"]]:
     """Trace the model and run the file in onnxruntime on the same inputs: the example cut short along its
     dynamic axes where that saves most of the work and the file then computes what the model computes
@@ -149,7 +164,7 @@ def _analyse(
 
     def run(args: tuple) -> tuple[ExportContext, "Trace", dict[str, "np.ndarray"]]:
         run_ctx = replace(ctx, args=args)
-        return run_ctx, trace_execution(run_ctx, exporter), intermediate_values(onnx_model, ctx.input_names, args, source)
+        return run_ctx, trace_execution(run_ctx, exporter), intermediate_values(onnx_model, ctx.input_names, args, weights)
 
     shorter = shorter_args(tuple(ctx.args), ctx.input_names, ctx.dynamic_axes)
     if shorter is not None:
@@ -171,7 +186,7 @@ def _analyse(
     except Exception as error:  # noqa: BLE001
         raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
     try:
-        values = intermediate_values(onnx_model, ctx.input_names, ctx.args, source)
+        values = intermediate_values(onnx_model, ctx.input_names, ctx.args, weights)
     except Exception as error:  # noqa: BLE001
         raise StrategyFailed(f"onnxruntime could not run the export: {_one_line(error)}") from error
     return ctx, trace, values

@@ -83,6 +83,7 @@ class Trace:
     _scales: dict[int, float] = field(default_factory=dict, repr=False)
     _summaries: dict[int, tuple] = field(default_factory=dict, repr=False)
     _unchanged: dict[int, bool] = field(default_factory=dict, repr=False)
+    _passed_to: dict[int, int] = field(default_factory=dict, repr=False)
 
     def output_summary(self, index: int) -> tuple:
         """The :func:`~.value_index.summary` of record ``index``'s first output, computed once."""
@@ -111,6 +112,18 @@ class Trace:
             self._unchanged[index] = identical(record.outputs[0] if record.outputs else None,
                                                source.outputs[0] if source is not None and source.outputs else None)
         return self._unchanged[index]
+
+    def unchanged_source(self, index: int) -> int:
+        """The record whose output record ``index`` passes on unchanged, through dropped calls (dropout,
+        ``contiguous``) and calls returning their one input exactly (``x + 0``); ``index`` itself where it
+        computes something. Computed once per record."""
+        if index not in self._passed_to:
+            record = index
+            while len(self.records[record].inputs) == 1 and (
+                    self.records[record].dropped or self.returns_its_input(record)):
+                record = self.records[record].inputs[0]
+            self._passed_to[index] = record
+        return self._passed_to[index]
 
     def ancestors(self) -> list[int]:
         """For each record, a bit set (an int) of every record it depends on through data flow."""

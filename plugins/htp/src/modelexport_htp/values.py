@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     import onnxruntime as ort
     import torch
 
+    from modelexport_core.sdk import StreamedModel
+
 
 def _numpy_input(tensor: "torch.Tensor") -> "np.ndarray":
     return tensor.detach().cpu().numpy()
@@ -25,18 +27,20 @@ def intermediate_values(
     onnx_model: "onnx.ModelProto",
     input_names: Sequence[str],
     args: Sequence["torch.Tensor"],
-    source: "Path | None" = None,
+    weights: "Path | StreamedModel | None" = None,
 ) -> dict[str, "np.ndarray"]:
     """Run ``onnx_model`` on ``args`` and return the value of every node output (by value name).
 
     Every node output is made a graph output so that nothing is optimised away; values
-    onnxruntime cannot produce are simply missing from the result. ``source``: the file a
-    graph read with ``load_graph`` came from; its weights are then read by onnxruntime from
-    there, never copied through Python.
+    onnxruntime cannot produce are simply missing from the result. ``weights``: where the
+    weights of a graph without them are: the file it was read from with ``load_graph`` (onnxruntime
+    reads them there) or the exporter's bytes (handed to onnxruntime as they lie); never copied
+    through Python.
     """
     import onnxruntime as ort
 
-    session = _session(onnx_model, source)
+    held: list = []  # what onnxruntime computes with from memory, alive while it runs
+    session = _session(onnx_model, weights, held)
     graph_inputs = {i.name for i in session.get_inputs()}
     feeds = {name: ort.OrtValue.ortvalue_from_numpy(_numpy_input(tensor))
              for name, tensor in zip(input_names, args) if name in graph_inputs}
@@ -45,8 +49,11 @@ def intermediate_values(
     return dict(zip(names, (value.numpy() for value in session.run_with_ort_values(names, feeds))))
 
 
-def _session(onnx_model: "onnx.ModelProto", source: "Path | None") -> "ort.InferenceSession":
-    """An onnxruntime session returning every node output of ``onnx_model``, unoptimised."""
+def _session(onnx_model: "onnx.ModelProto", weights: "Path | StreamedModel | None", held: list) -> "ort.InferenceSession":
+    """An onnxruntime session returning every node output of ``onnx_model``, unoptimised; ``held`` keeps the
+    arrays it was handed alive."""
+    from pathlib import Path
+
     import onnx
     import onnxruntime as ort
 
@@ -67,11 +74,41 @@ def _session(onnx_model: "onnx.ModelProto", source: "Path | None") -> "ort.Infer
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     providers = ["CPUExecutionProvider"]
     try:
-        if source is not None:
+        if isinstance(weights, Path):
             from modelexport_core.sdk import stub_file
 
-            with stub_file(onnx_model, source, "htp-values") as path:
+            with stub_file(onnx_model, weights, "htp-values") as path:
                 return ort.InferenceSession(str(path), options, providers=providers)
+        if weights is not None:
+            return ort.InferenceSession(_in_memory(onnx_model, weights, options, held), options, providers=providers)
         return ort.InferenceSession(onnx_model.SerializeToString(), options, providers=providers)
     finally:
         del graph.output[before:]
+
+
+def _in_memory(onnx_model: "onnx.ModelProto", weights: "StreamedModel", options: "ort.SessionOptions",
+               held: list) -> bytes:
+    """``onnx_model`` serialized for a session whose weights are the exporter's bytes where they lie: each
+    initializer the graph holds without its data is marked external and handed over as an array over those
+    bytes (``add_external_initializers``); one whose type NumPy lacks is given a copy."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+
+    stub = onnx.ModelProto()
+    stub.CopyFrom(onnx_model)
+    names: list[str] = []
+    for (_, write), tensor in zip(weights.data, stub.graph.initializer):
+        if write is None:  # its data is in the graph
+            continue
+        array = weights.value(tensor)
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        del tensor.external_data[:]
+        tensor.external_data.add(key="location", value="in-memory")
+        names.append(tensor.name)
+        held.append(ort.OrtValue.ortvalue_from_numpy(array))
+    if names:
+        options.add_external_initializers(names, held)
+    return stub.SerializeToString()
