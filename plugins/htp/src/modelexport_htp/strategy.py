@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
 from modelexport_core.sdk import (
@@ -118,10 +118,8 @@ class HTPStrategy(TaggingStrategy):
         the model's own outputs first."""
         from .fill import tag_nodes
         from .project import project, read_initializers
+        from .trace import model_weights
 
-        traced_ctx, trace, values = _analyse(ctx, onnx_model, exporter, weights)
-        if outputs is not None:
-            _check_same_function(traced_ctx, [values.get(name) for name in outputs])
         reader = None
         if isinstance(weights, Path):
             from modelexport_core.sdk import tensor_value
@@ -132,8 +130,17 @@ class HTPStrategy(TaggingStrategy):
                 return tensor_value(tensor, folder)
         elif weights is not None:
             reader = weights.value
+        initializers: list = []
 
-        projection = project(onnx_model, values, trace, read_initializers(onnx_model, trace, reader))
+        def match_weights() -> None:  # once, in this thread, while onnxruntime runs the file in another
+            if not initializers:
+                initializers.append(read_initializers(onnx_model, model_weights(ctx.model), reader))
+
+        traced_ctx, trace, values = _analyse(ctx, onnx_model, exporter, weights, match_weights)
+        if outputs is not None:
+            _check_same_function(traced_ctx, [values.get(name) for name in outputs])
+        match_weights()
+        projection = project(onnx_model, values, trace, initializers[0])
         node_modules, also, how = tag_nodes(onnx_model, projection, trace, values, exporter)
         reused = [name for name, count in Counter(trace.execution_trace).items() if count > 1]
         held = hold_call_containment(onnx_model.graph, node_modules, reused, set(trace.execution_trace))
@@ -152,10 +159,17 @@ class HTPStrategy(TaggingStrategy):
 
 def _analyse(
     ctx: ExportContext, onnx_model: "onnx.ModelProto", exporter: str, weights: "Path | StreamedModel | None",
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> tuple[ExportContext, "Trace", dict[str, "np.ndarray"]]:
     """Trace the model and run the file in onnxruntime on the same inputs: the example cut short along its
     dynamic axes where that saves most of the work and the file then computes what the model computes
-    (``inputs.shorter_args``), else the example, each with masks that vary (``inputs.informative_args``)."""
+    (``inputs.shorter_args``), else the example, each with masks that vary (``inputs.informative_args``).
+
+    onnxruntime runs in a second thread while this one traces the model (the model runs where the exporter
+    ran it, in this thread's autocast and grad modes) and then calls ``meanwhile``; where the graph holds its
+    weights (``weights`` None), one after the other.
+    """
+    from concurrent.futures import ThreadPoolExecutor
     from dataclasses import replace
 
     from .inputs import informative_args, shorter_args
@@ -164,7 +178,15 @@ def _analyse(
 
     def run(args: tuple) -> tuple[ExportContext, "Trace", dict[str, "np.ndarray"]]:
         run_ctx = replace(ctx, args=args)
-        return run_ctx, trace_execution(run_ctx, exporter), intermediate_values(onnx_model, ctx.input_names, args, weights)
+        if weights is None:  # onnxruntime's copy of the graph is made from it in place
+            trace = trace_execution(run_ctx, exporter)
+            meanwhile()
+            return run_ctx, trace, intermediate_values(onnx_model, ctx.input_names, args, weights)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="htp-onnxruntime") as pool:
+            running = pool.submit(intermediate_values, onnx_model, ctx.input_names, args, weights)
+            trace = trace_execution(run_ctx, exporter)
+            meanwhile()
+            return run_ctx, trace, running.result()
 
     shorter = shorter_args(tuple(ctx.args), ctx.input_names, ctx.dynamic_axes)
     if shorter is not None:
@@ -185,6 +207,7 @@ def _analyse(
         trace = trace_execution(ctx, exporter)
     except Exception as error:  # noqa: BLE001
         raise StrategyFailed(f"tracing the model failed: {_one_line(error)}") from error
+    meanwhile()
     try:
         values = intermediate_values(onnx_model, ctx.input_names, ctx.args, weights)
     except Exception as error:  # noqa: BLE001

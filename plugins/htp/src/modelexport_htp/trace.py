@@ -365,10 +365,14 @@ def trace_execution(ctx: "ExportContext", exporter: str | None = None) -> Trace:
     return _trace_execution(ctx, None)
 
 
-def _trace_execution(ctx: "ExportContext", exporter: str | None) -> Trace:
-    import torch
+def model_weights(model: "torch.nn.Module") -> Trace:
+    """A trace of no calls holding the model's parameters and buffers (what weights are matched against)."""
+    _, param_owners, param_values = _parameters_of(model)
+    return Trace([], [], param_owners, param_values)
 
-    model = ctx.model
+
+def _parameters_of(model: "torch.nn.Module") -> tuple[dict[int, str], dict[str, str], dict[str, Any]]:
+    """Each parameter and buffer: its qualified name by tensor id, its module by name, its value by name."""
     param_ids: dict[int, str] = {}
     param_owners: dict[str, str] = {}
     param_values: dict[str, Any] = {}
@@ -382,6 +386,14 @@ def _trace_execution(ctx: "ExportContext", exporter: str | None) -> Trace:
             value = _numpy_or_none(tensor)
             if value is not None:
                 param_values[full] = value
+    return param_ids, param_owners, param_values
+
+
+def _trace_execution(ctx: "ExportContext", exporter: str | None) -> Trace:
+    import torch
+
+    model = ctx.model
+    param_ids, param_owners, param_values = _parameters_of(model)
 
     recorder = _Recorder(param_ids)
     handles = []

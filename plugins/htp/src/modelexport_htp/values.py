@@ -57,6 +57,10 @@ def _session(onnx_model: "onnx.ModelProto", weights: "Path | StreamedModel | Non
     import onnx
     import onnxruntime as ort
 
+    if weights is not None:  # a graph without its weights is small: the session's graph is a copy, the given
+        copy = onnx.ModelProto()  # one is never changed (another thread may read it meanwhile)
+        copy.CopyFrom(onnx_model)
+        onnx_model = copy
     graph = onnx_model.graph
     before = len(graph.output)
     existing = {output.name for output in graph.output}
@@ -88,17 +92,15 @@ def _session(onnx_model: "onnx.ModelProto", weights: "Path | StreamedModel | Non
 
 def _in_memory(onnx_model: "onnx.ModelProto", weights: "StreamedModel", options: "ort.SessionOptions",
                held: list) -> bytes:
-    """``onnx_model`` serialized for a session whose weights are the exporter's bytes where they lie: each
+    """``onnx_model`` (a copy, changed here) serialized for a session whose weights are the exporter's bytes where they lie: each
     initializer the graph holds without its data is marked external and handed over as an array over those
     bytes (``add_external_initializers``); one whose type NumPy lacks is given a copy."""
     import numpy as np
     import onnx
     import onnxruntime as ort
 
-    stub = onnx.ModelProto()
-    stub.CopyFrom(onnx_model)
     names: list[str] = []
-    for (_, write), tensor in zip(weights.data, stub.graph.initializer):
+    for (_, write), tensor in zip(weights.data, onnx_model.graph.initializer):
         if write is None:  # its data is in the graph
             continue
         array = weights.value(tensor)
@@ -111,4 +113,4 @@ def _in_memory(onnx_model: "onnx.ModelProto", weights: "StreamedModel", options:
         held.append(ort.OrtValue.ortvalue_from_numpy(array))
     if names:
         options.add_external_initializers(names, held)
-    return stub.SerializeToString()
+    return onnx_model.SerializeToString()
