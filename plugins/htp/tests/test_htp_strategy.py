@@ -329,3 +329,14 @@ def test_weights_left_in_memory_give_the_tags_the_written_file_gives(tmp_path):
     assert in_memory.unwritten is not None and not (tmp_path / "memory.onnx").exists()
     assert in_memory.node_modules == in_file.node_modules and in_memory.evidence == in_file.evidence
     assert in_memory.details["tagged_by"].get("parameter owner")  # the weights were found in memory too
+
+
+def test_without_onnxruntime_htp_is_unavailable(monkeypatch):
+    """htp looks for onnxruntime without importing it (imported before the export, it slows the exporter)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    ctx = make_context(torch.nn.Linear(2, 2).eval(), {"x": torch.ones(2, 2)})
+    with pytest.raises(StrategyUnavailable, match="needs onnxruntime"):
+        HTPStrategy().check(ctx)
