@@ -66,3 +66,31 @@ def test_a_node_feeding_an_earlier_sibling_moves_to_its_first_reader():
     assert hold_causality(graph, tags, order, ["layer.1"], ["n1", "n2"]).moved == {}
     tags = {"n0": "layer.1", "n1": "layer.0.mlp", "n2": "layer.0.mlp"}
     assert hold_causality(graph, tags, order, ["layer.0.mlp"], ["n1", "n2"]).moved == {}
+
+
+def test_a_node_reading_a_later_siblings_value_moves_to_that_sibling():
+    from modelexport_core.export.containment import hold_causality
+
+    order = {"": 0, "layer": 1, "layer.0": 2, "layer.0.mlp": 3, "layer.1": 4}
+    # c -> n1 <- n0 ; n1 -> n2 -> n3: layer.1 reads its own size (n0), the rest of a computation every layer repeats
+    # with the same numbers (n1, n2, and the constant c) was given layer.0, whose call had ended before layer.1's began
+    nodes = [
+        helper.make_node("Shape", ["x"], ["v0"], name="n0"),
+        helper.make_node("Constant", [], ["c0"], name="c", value=helper.make_tensor("t", TensorProto.INT64, [1], [2])),
+        helper.make_node("Mul", ["v0", "c0"], ["v1"], name="n1"),
+        helper.make_node("Relu", ["v1"], ["v2"], name="n2"),
+        helper.make_node("Relu", ["v2"], ["v3"], name="n3"),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("v3", TensorProto.FLOAT, [1])])
+    tags = {"n0": "layer.1", "c": "layer.0", "n1": "layer.0", "n2": "layer.0.mlp", "n3": "layer.1"}
+    held = hold_causality(graph, tags, order, [], anchored=["n0", "n2", "n3"])
+    # n1 reads layer.1's value: it ran in layer.1; so did n2, which reads n1; the constant goes with its reader
+    assert held.node_modules == dict.fromkeys(tags, "layer.1")
+    assert held.moved == {"n1": "layer.0", "n2": "layer.0.mlp", "c": "layer.0"}
+    # a producer whose module was itself inferred is no evidence, and a module run twice has no one place in time
+    assert hold_causality(graph, tags, order, [], anchored=["n2", "n3"]).moved == {}
+    assert hold_causality(graph, tags, order, ["layer.1"], anchored=["n0", "n2", "n3"]).moved == {}
+    # reading an earlier sibling's value is the normal flow
+    tags = {"n0": "layer.0", "c": "layer.1", "n1": "layer.1", "n2": "layer.1", "n3": "layer.1"}
+    assert hold_causality(graph, tags, order, [], anchored=["n0", "n2", "n3"]).moved == {}

@@ -80,6 +80,13 @@ def hold_causality(
     several layers keeps the first). Only readers whose module is known, not inferred (``anchored``: a
     parameter read, a value matched), count, so one wrong guess is not spread upstream; a node moved for
     them counts as known for the nodes feeding it (readers are visited first).
+
+    Then the other way: no node is given a module whose call had ended before the call of a node whose
+    value it reads began (a value is read after it is made). Such a node (the rest of that repeated
+    computation, fed by the later layer's own sizes) is given the module of its known producer whose call
+    began last: the value it reads was there only then. Producers are visited first, in graph order. A node
+    whose module was inferred and whose readers all went to one module so (the constants and shape
+    arithmetic feeding them) goes with them, as it would have had they been there at first.
     """
     index = GraphIndex.of(graph)
     keys = index.keys
@@ -94,6 +101,24 @@ def hold_causality(
             moved.setdefault(key, modules[key])
             modules[key] = min(readers, key=lambda reader: _began(reader, first_call))
             known.add(key)
+    forward: set[int] = set()
+    for i, key in enumerate(keys):
+        makers = [modules[keys[j]] for j in index.node_producers(graph, i) if keys[j] in known]
+        if any(_runs_after(maker, modules[key], first_call, reused) for maker in makers):
+            moved.setdefault(key, modules[key])
+            modules[key] = max(makers, key=lambda maker: _began(maker, first_call))
+            known.add(key)
+            forward.add(i)
+    for i in reversed(range(len(keys))):  # an inferred node whose readers all went there goes with them
+        key = keys[i]
+        reading = index.node_consumers(graph, i)
+        if key in known or not reading or not forward.intersection(reading):
+            continue
+        there = {modules[keys[j]] for j in reading}
+        if len(there) == 1 and modules[key] not in there:
+            moved.setdefault(key, modules[key])
+            modules[key] = there.pop()
+            forward.add(i)
     return Containment(modules, moved)
 
 

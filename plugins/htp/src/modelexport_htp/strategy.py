@@ -146,7 +146,8 @@ class HTPStrategy(TaggingStrategy):
         reused = [name for name, count in Counter(trace.execution_trace).items() if count > 1]
         held = hold_call_containment(onnx_model.graph, node_modules, reused, set(trace.execution_trace))
         first_call = {name: position for position, name in reversed(list(enumerate(trace.execution_trace)))}
-        anchored = [key for key, kind in how.items() if kind in ("matched", "parameter owner") and key not in held.moved]
+        anchored = [key for key, kind in how.items()
+                    if kind in ("matched", "parameter owner", "shape element") and key not in held.moved]
         timely = hold_causality(onnx_model.graph, held.node_modules, first_call, reused, anchored)
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
