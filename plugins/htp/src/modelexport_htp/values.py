@@ -94,7 +94,7 @@ def _in_memory(onnx_model: "onnx.ModelProto", weights: "StreamedModel", options:
                held: list) -> bytes:
     """``onnx_model`` (a copy, changed here) serialized for a session whose weights are the exporter's bytes where they lie: each
     initializer the graph holds without its data is marked external and handed over as an array over those
-    bytes (``add_external_initializers``); one whose type NumPy lacks is given a copy."""
+    bytes (``add_external_initializers``), copied only where not stored in order."""
     import numpy as np
     import onnx
     import onnxruntime as ort
