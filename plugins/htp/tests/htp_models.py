@@ -334,6 +334,54 @@ class FaintConvNorms(nn.Module):
         return x
 
 
+class ConvNorm(nn.Module):
+    """A convolution and the batch norm the exporter folds into it."""
+
+    def __init__(self, channels_in: int, channels_out: int):
+        super().__init__()
+        self.conv = nn.Conv2d(channels_in, channels_out, 1, bias=False)
+        self.norm = nn.BatchNorm2d(channels_out)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class Gelu(nn.Module):
+    """GELU in a module of its own (not a torch layer), as model libraries write activations."""
+
+    def forward(self, x):
+        return nn.functional.gelu(x)
+
+
+class GeluBlock(nn.Module):
+    """A convolution widening the channels, an activation module, a convolution narrowing them, a residual."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.expand = ConvNorm(channels, 2 * channels)
+        self.act = Gelu()
+        self.project = ConvNorm(2 * channels, channels)
+
+    def forward(self, x):
+        return self.project(self.act(self.expand(x))) + x
+
+
+class FadedGeluBlocks(nn.Module):
+    """Blocks whose values have faded to 1e-8 (random weights, layer after layer): there
+    ``1 + erf(x / sqrt 2)`` is exactly 1 in float32, so GELU's partial product ``x * (1 + erf(x / sqrt 2))``
+    returns the convolution's value bit for bit, yet it is the activation's."""
+
+    def __init__(self, channels: int = 8, depth: int = 2):
+        super().__init__()
+        self.blocks = nn.Sequential(*[GeluBlock(channels) for _ in range(depth)])
+        with torch.no_grad():
+            for block in self.blocks:
+                block.expand.conv.weight.mul_(1e-8)
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
 class SideNorm(nn.Module):
     """An RMS norm holding ones, like every other norm of the model."""
 
@@ -803,6 +851,10 @@ def faint_conv_norms():
     return _seeded(FaintConvNorms, ("x", (2, 8, 4, 4)))
 
 
+def faded_gelu_blocks():
+    return _seeded(FadedGeluBlocks, ("x", (2, 8, 4, 4)))
+
+
 def empty_branch():
     return _seeded(EmptyBranch, ("x", (2, 6, 16)))
 
@@ -886,6 +938,7 @@ CUSTOM_CASES: dict = {
     "zero_branch_stack": zero_branch_stack,
     "faint_convs": faint_convs,
     "faint_conv_norms": faint_conv_norms,
+    "faded_gelu_blocks": faded_gelu_blocks,
     "empty_branch": empty_branch,
     "split_stage": split_stage,
     "loud_convs": loud_convs,

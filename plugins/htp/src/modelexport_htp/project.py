@@ -304,10 +304,7 @@ def project(
                     same, frontier, latest, held, trace, ancestors, dependent, may_hold,
                     reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
                     holds=node_holds[node_index], holds_around=around, telling=identifying,
-                    again=loose | {  # a piece changing nothing continues its input's call
-                        produced[name] for name in node.input
-                        if produced.get(name) in same and identical(values.get(name), value)
-                    },
+                    again=loose | _continued(node, value, same, produced, values, anchors),
                 )
                 if len(found) > 1:
                     projection.ambiguous += 1
@@ -365,6 +362,36 @@ def project(
     _last_reads_before_use(graph, projection, shape_reads, trace, values)
     _lowered_shapes(graph, projection, trace)
     return projection
+
+
+def _continued(
+    node: "onnx.NodeProto",
+    value: "np.ndarray",
+    same: list[int],
+    produced: dict[str, int],
+    values: dict[str, "np.ndarray"],
+    anchors: dict[str, frozenset[frozenset[int]]],
+) -> set[int]:
+    """The calls a node continues: those matched to an input it returns unchanged (an exporter's later pieces
+    of a call change nothing), unless it combines that input with floats computed from the input's own value.
+
+    Such a node computes: its result rounds to its input only because the values are small
+    (``x * (1 + erf(x / sqrt 2))`` is ``x`` in float32 where ``x`` is near 1e-8, as random weights make it),
+    whereas the pieces an exporter adds to a call take shapes, indices or constants beside the value.
+    """
+    continued = set()
+    for name in node.input:
+        call = produced.get(name)
+        if call is None or call not in same or not identical(values.get(name), value):
+            continue
+        computes = any(
+            other != name and getattr(values.get(other), "dtype", None) is not None
+            and values[other].dtype.kind in "fc" and any(call in group for group in anchors.get(other, ()))
+            for other in node.input
+        )
+        if not computes:
+            continued.add(call)
+    return continued
 
 
 def _bits(bits: int) -> Iterator[int]:
