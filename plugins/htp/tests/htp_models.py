@@ -382,6 +382,33 @@ class FadedGeluBlocks(nn.Module):
         return self.blocks(x)
 
 
+class SummedBranches(nn.Module):
+    """Branches summed from Python zeros, as reparameterisable blocks write it (``out = 0; out += b(x)``, then
+    ``out += 0`` for a branch left out): the exporter adds the zeros as nodes of the block, after the
+    convolution it folded the norm into (at initial statistics, without changing a value)."""
+
+    def __init__(self, channels: int, branches: int = 1):
+        super().__init__()
+        self.branches = nn.ModuleList(ConvNorm(channels, channels) for _ in range(branches))
+
+    def forward(self, x):
+        skipped = 0  # a branch this configuration leaves out
+        out = 0
+        for branch in self.branches:
+            out += branch(x)
+        out += skipped
+        return torch.relu(out)
+
+
+class SummedBranchStages(nn.Module):
+    def __init__(self, channels: int = 8, depth: int = 3):
+        super().__init__()
+        self.blocks = nn.Sequential(*[SummedBranches(channels, 1 + i % 2) for i in range(depth)])
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
 class SideNorm(nn.Module):
     """An RMS norm holding ones, like every other norm of the model."""
 
@@ -851,6 +878,10 @@ def faint_conv_norms():
     return _seeded(FaintConvNorms, ("x", (2, 8, 4, 4)))
 
 
+def summed_branch_stages():
+    return _seeded(SummedBranchStages, ("x", (2, 8, 4, 4)))
+
+
 def faded_gelu_blocks():
     return _seeded(FadedGeluBlocks, ("x", (2, 8, 4, 4)))
 
@@ -939,6 +970,7 @@ CUSTOM_CASES: dict = {
     "faint_convs": faint_convs,
     "faint_conv_norms": faint_conv_norms,
     "faded_gelu_blocks": faded_gelu_blocks,
+    "summed_branch_stages": summed_branch_stages,
     "empty_branch": empty_branch,
     "split_stage": split_stage,
     "loud_convs": loud_convs,
