@@ -409,6 +409,46 @@ class SummedBranchStages(nn.Module):
         return self.blocks(x)
 
 
+class ShapedEmbed(nn.Module):
+    """Patches by a convolution and a norm the exporter folds into it; returns the grid's extents, read from the
+    norm's output, beside the tokens."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.proj = nn.Sequential(nn.Conv2d(3, channels, 2, stride=2, bias=False), nn.BatchNorm2d(channels))
+
+    def forward(self, x):
+        x = self.proj(x)
+        height, width = x.shape[2], x.shape[3]
+        return x.flatten(2).transpose(1, 2), (height, width)
+
+
+class GridCode(nn.Module):
+    """A position code built from the extents another module read."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(channels))
+
+    def forward(self, batch: int, height: int, width: int):
+        rows = torch.arange(height, dtype=torch.float32).view(1, height, 1, 1)
+        cols = torch.arange(width, dtype=torch.float32).view(1, 1, width, 1)
+        grid = (rows * width + cols).expand(batch, height, width, 1) * self.scale
+        return grid.flatten(1, 2)
+
+
+class ShapedEmbedNet(nn.Module):
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.embed = ShapedEmbed(channels)
+        self.code = GridCode(channels)
+        self.head = nn.Linear(channels, 4)
+
+    def forward(self, x):
+        tokens, (height, width) = self.embed(x)
+        return self.head(tokens + self.code(x.shape[0], height, width))
+
+
 class SideNorm(nn.Module):
     """An RMS norm holding ones, like every other norm of the model."""
 
@@ -882,6 +922,10 @@ def summed_branch_stages():
     return _seeded(SummedBranchStages, ("x", (2, 8, 4, 4)))
 
 
+def shaped_embed_net():
+    return _seeded(ShapedEmbedNet, ("x", (2, 3, 8, 8)))
+
+
 def faded_gelu_blocks():
     return _seeded(FadedGeluBlocks, ("x", (2, 8, 4, 4)))
 
@@ -970,6 +1014,7 @@ CUSTOM_CASES: dict = {
     "faint_convs": faint_convs,
     "faint_conv_norms": faint_conv_norms,
     "faded_gelu_blocks": faded_gelu_blocks,
+    "shaped_embed_net": shaped_embed_net,
     "summed_branch_stages": summed_branch_stages,
     "empty_branch": empty_branch,
     "split_stage": split_stage,

@@ -346,8 +346,8 @@ def project(
                 loose.add(chosen)
             else:
                 loose.discard(chosen)
-            if frontier:
-                anchors[output] = frozenset([frozenset([chosen])])
+            if frontier:  # what reads this value reads the last call the node performed
+                anchors[output] = frozenset([frozenset([_performed_last(chosen, found, trace, used_records)])])
             else:
                 anchors[output] = frozenset([frozenset(c[0] for c in found)])
             used_records.add(chosen)
@@ -392,6 +392,25 @@ def _continued(
         if not computes:
             continued.add(call)
     return continued
+
+
+def _performed_last(
+    chosen: int, found: list[tuple[int, int, int, int]], trace: Trace, used: set[int]
+) -> int:
+    """The last call of the chain a node matched to ``chosen`` performed: a call no node was matched to yet
+    that reads only the previous call's output, whose value the node's equals and whose parameters the node
+    may hold (a norm the exporter folded into the convolution, at statistics that change no value).
+
+    The node keeps the call its exporter records (the convolution), but its value is the chain's last, and
+    what later calls read of it (its shape, say) they read from that call.
+    """
+    sharing = {c[0] for c in found if c[2] > 0 and c[0] not in used}
+    last = chosen
+    while True:
+        following = [index for index in sharing if index > last and trace.records[index].inputs == (last,)]
+        if not following:
+            return last
+        last = min(following)
 
 
 def _bits(bits: int) -> Iterator[int]:
@@ -724,14 +743,12 @@ def _plausible(
     A node that depends on no input (the exporter folded it into constants) matches the
     first call that depends on no input either. Calls exporters write no node for
     (dropout in eval, ``contiguous``) count only when nothing else holds the value. A call the
-    node holds no parameter of, nor any tensor that could be their fold or is computed from
-    initializers (``folds``), counts as sharing less than none: the exporter folded it into an earlier
-    node, or, for a call the node continues, an earlier piece holds them, and a call not yet matched
-    that holds the same value (an ``x += 0`` after the convolution) is the node's rather than a
-    repeat of the convolution's; and unless the node continues it, where the unmatched nodes since
-    the frontier (``holds``: the parameters they read, and whether one holds such a tensor) hold none
-    of them either, it is not the node's at all: the node's value equals it only because the call
-    changed little (a norm at its initial weights), unless the node depends on no input (a constant). So does a call
+    node does not continue (``again``), reading parameters of which the node holds none, nor any
+    tensor that could be their fold or is computed from initializers (``folds``), counts as sharing
+    less than none: the exporter folded it into an earlier node; and where the unmatched nodes since the frontier (``holds``:
+    the parameters they read, and whether one holds such a tensor) hold none of them either, it is
+    not the node's at all: the node's value equals it only because the call changed little (a norm
+    at its initial weights), unless the node depends on no input (a constant). So does a call
     the node could only stand for by having also performed, between its inputs' calls and it, a call
     that depends on the inputs, reads parameters and no node was matched to (``skipped_params``, a bit
     set): the node would hold those parameters; where neither it, nor the unmatched nodes before it,
@@ -744,12 +761,10 @@ def _plausible(
     for index in kept or eligible:
         record = trace.records[index]
         shared = sum(1 for names in held if names & set(record.params))
-        if record.params and not shared and not folds:
-            if index not in again and frontier and not holds.computed and not holds.params & set(record.params):
+        if record.params and not shared and not folds and index not in again:
+            if frontier and not holds.computed and not holds.params & set(record.params):
                 continue  # neither the node nor the unmatched nodes before it hold its parameters
-            # its parameters are nowhere in the node: most likely folded into another node, or held by the
-            # earlier piece of the call it continues
-            shared = -1
+            shared = -1  # its parameters are nowhere in the node: most likely folded into another node
         if not frontier:
             if not dependent[index]:
                 causal.append((index, 0, shared, index))
