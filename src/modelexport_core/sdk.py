@@ -8,7 +8,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 - module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
   ``EVIDENCE_KIND``); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
-  ``StreamedTensor``, ``StreamedModel``; values: ``value_checksum``, ``ExactValues``;
+  ``StreamedTensor``, ``StreamedModel``; values: ``value_checksum``, ``value_fingerprint``, ``ExactValues``;
 - exporting: ``export_torchscript``, ``export_dynamo``, ``export_in_turn``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``,
   ``recorded_output_names`` (the output names a capture's run recorded, where the model had not run before);
 - messages: ``first_line``.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from modelexport_core.errors import ModelMismatchError, first_line
 from modelexport_core.export.containment import EVIDENCE_KIND, hold_call_containment, hold_causality
 from modelexport_core.export.exporters import export_dynamo, export_torchscript
-from modelexport_core.format.checksum import ExactValues, value_checksum
+from modelexport_core.format.checksum import ExactValues, value_checksum, value_fingerprint
 from modelexport_core.format.graph import GraphIndex, fill_missing_modules, node_key
 from modelexport_core.format.onnx_file import (
     StreamedModel,
@@ -80,4 +80,5 @@ __all__ = [
     "takes_keywords",
     "tensor_value",
     "value_checksum",
+    "value_fingerprint",
 ]

@@ -1,7 +1,9 @@
-"""A checksum of a tensor's value that any order of its elements shares: a matrix and its transpose agree."""
+"""Values found by value: a checksum any order of a tensor's elements shares, a fingerprint of a few elements,
+and a store of values for exact look-ups."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import warnings
@@ -30,20 +32,36 @@ def value_checksum(array: "np.ndarray") -> int:
     return int(data.reshape(-1).view(unsigned).sum(dtype=np.uint64))
 
 
-_PROBES = 16
-"""How many elements, spread over a value, are compared before all of them: a value of the same checksum
-that is not equal (a permutation of it, a matrix against its transpose) mostly differs there already, and
-comparing a transposed view in full is slow."""
+_FINGERPRINT = 64
+"""How many elements, spread over a value, its :func:`value_fingerprint` holds."""
 
 
-def _probe(shape: tuple[int, ...]) -> "tuple[np.ndarray, ...] | None":
-    """Indices of :data:`_PROBES` elements spread over a value of ``shape`` (None for small values)."""
+@functools.lru_cache(maxsize=4096)
+def _spread(shape: tuple[int, ...]) -> "tuple[np.ndarray, ...]":
+    """Indices of :data:`_FINGERPRINT` elements spread evenly over a value of ``shape``."""
     import numpy as np
 
     size = int(np.prod(shape, dtype=np.int64))
-    if size <= 4 * _PROBES:
-        return None
-    return np.unravel_index(np.linspace(0, size - 1, _PROBES, dtype=np.int64), shape)
+    return np.unravel_index(np.linspace(0, size - 1, _FINGERPRINT, dtype=np.int64), shape)
+
+
+def value_fingerprint(array: "np.ndarray") -> tuple:
+    """A value's dtype, shape and the bytes of :data:`_FINGERPRINT` elements spread over it (all of a smaller
+    value), in the order of its own axes.
+
+    Equal values share it; unequal ones of one shape almost never do (the elements of random weights
+    differ everywhere), so a look-up compares few values in full. It reads the same few elements of a
+    value of any size and reads a transposed view where it lies, so a matrix stored transposed is found
+    by looking up ``array.T`` without copying or summing either.
+    """
+    import numpy as np
+
+    shape = tuple(array.shape)
+    if array.dtype.hasobject:
+        return array.dtype.str, shape, b""  # compared in full
+    if array.size <= _FINGERPRINT:
+        return array.dtype.str, shape, np.ascontiguousarray(array).tobytes()
+    return array.dtype.str, shape, array[_spread(shape)].tobytes()
 
 
 def _equal(a: "np.ndarray", b: "np.ndarray") -> bool:
@@ -66,32 +84,23 @@ def _equal(a: "np.ndarray", b: "np.ndarray") -> bool:
 
 
 class ExactValues(Generic[Key]):
-    """Values filed for exact look-ups under dtype, shape and :func:`value_checksum`; a candidate found there
-    is the same value only if every element is equal. A transposed view of a matrix finds the array it was
-    taken from without being copied (its checksum is the array's)."""
+    """Values filed for exact look-ups under their :func:`value_fingerprint`; a candidate found there is the
+    same value only if every element is equal. A transposed view of a matrix finds the array it was taken
+    from without being copied."""
 
     def __init__(self) -> None:
         self._buckets: dict[tuple, list[tuple[Key, "np.ndarray"]]] = {}
 
-    @staticmethod
-    def _bucket(value: "np.ndarray", checksum: int | None) -> tuple:
-        return value.dtype.str, tuple(value.shape), value_checksum(value) if checksum is None else checksum
+    def add(self, key: Key, value: "np.ndarray", fingerprint: tuple | None = None) -> None:
+        """File ``value`` under ``key`` (``fingerprint``: its :func:`value_fingerprint`, where known)."""
+        bucket = value_fingerprint(value) if fingerprint is None else fingerprint
+        self._buckets.setdefault(bucket, []).append((key, value))
 
-    def add(self, key: Key, value: "np.ndarray", checksum: int | None = None) -> None:
-        self._buckets.setdefault(self._bucket(value, checksum), []).append((key, value))
-
-    def find(self, value: "np.ndarray", checksum: int | None = None) -> list[Key]:
+    def find(self, value: "np.ndarray", fingerprint: tuple | None = None) -> list[Key]:
         """Keys of the values equal to ``value`` element for element, in the order they were added."""
-        import numpy as np
+        candidates = self._buckets.get(value_fingerprint(value) if fingerprint is None else fingerprint, [])
+        return [key for key, kept in candidates if _equal(kept, value)]
 
-        candidates = self._buckets.get(self._bucket(value, checksum), [])
-        if not candidates:
-            return []
-        probe = _probe(value.shape)
-        probed = value[probe] if probe is not None else None  # a few elements, a transposed view not copied
-        return [key for key, kept in candidates
-                if (probed is None or np.array_equal(kept[probe], probed)) and _equal(kept, value)]
-
-    def filed(self, value: "np.ndarray", checksum: int | None = None) -> int:
-        """How many values share ``value``'s dtype, shape and checksum (equal to it or not)."""
-        return len(self._buckets.get(self._bucket(value, checksum), []))
+    def filed(self, value: "np.ndarray", fingerprint: tuple | None = None) -> int:
+        """How many values share ``value``'s fingerprint (equal to it or not)."""
+        return len(self._buckets.get(value_fingerprint(value) if fingerprint is None else fingerprint, []))

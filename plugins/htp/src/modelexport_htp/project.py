@@ -179,8 +179,6 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
     """
     from onnx import numpy_helper
 
-    from modelexport_core.sdk import value_checksum
-
     read = read or numpy_helper.to_array
     exact, index = _parameters(trace)
     facts = Initializers({}, set(), {})
@@ -190,10 +188,9 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
         measured = None
         found: set[str] = set()
         if usable:
-            checksum = value_checksum(array)
-            found.update(exact.find(array, checksum))
+            found.update(exact.find(array))
             if array.ndim == 2:
-                found.update(exact.find(array.T, checksum))  # a view: nothing copied
+                found.update(exact.find(array.T))  # a view: nothing copied
         exactly = bool(found)
         if not found and usable:  # measured only where looked up within tolerance (most weights are exact)
             measured = measure(array)
@@ -216,7 +213,7 @@ def read_initializers(onnx_model: "onnx.ModelProto", trace: Trace, read: ArrayRe
             tensor = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
             array = numpy_helper.to_array(tensor) if tensor is not None else None
             if array is not None and array.size > SMALL_SIZE and informative(array):
-                found = set(exact.find(array, value_checksum(array))) or _reshaped_parameters(array, exact)[0]
+                found = set(exact.find(array)) or _reshaped_parameters(array, exact)[0]
                 if found:
                     facts.params[node.output[0]] = frozenset(found)
                     facts.informative.add(node.output[0])
@@ -261,6 +258,10 @@ def project(
     node_holds: dict[int, Held] = {}
     loose: set[int] = set()  # calls matched only to values holding their elements in another order
     produced: dict[str, int] = {}  # the call matched to the node making each value
+    readers: dict[str, list["onnx.NodeProto"]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
 
     for node_index, node in enumerate(graph.node):
         frontier: set[frozenset[int]] = set()
@@ -347,7 +348,12 @@ def project(
             else:
                 loose.discard(chosen)
             if frontier:  # what reads this value reads the last call the node performed
-                anchors[output] = frozenset([frozenset([_performed_last(chosen, found, trace, used_records)])])
+                held_by_readers = frozenset().union(*(
+                    params_of.get(name, frozenset()) for reader in readers.get(output, ()) for name in reader.input
+                ))
+                anchors[output] = frozenset([frozenset([
+                    _performed_last(chosen, found, trace, used_records, held_by_readers)
+                ])])
             else:
                 anchors[output] = frozenset([frozenset(c[0] for c in found)])
             used_records.add(chosen)
@@ -395,11 +401,13 @@ def _continued(
 
 
 def _performed_last(
-    chosen: int, found: list[tuple[int, int, int, int]], trace: Trace, used: set[int]
+    chosen: int, found: list[tuple[int, int, int, int]], trace: Trace, used: set[int], held_by_readers: frozenset[str]
 ) -> int:
     """The last call of the chain a node matched to ``chosen`` performed: a call no node was matched to yet
     that reads only the previous call's output, whose value the node's equals and whose parameters the node
-    may hold (a norm the exporter folded into the convolution, at statistics that change no value).
+    may hold (a norm the exporter folded into the convolution, at statistics that change no value), and that
+    has no node of its own: no node reading the value holds its parameters (``held_by_readers``: a second
+    norm at its initial weights, ones and zeros like every norm's, equals the first and is the next node).
 
     The node keeps the call its exporter records (the convolution), but its value is the chain's last, and
     what later calls read of it (its shape, say) they read from that call.
@@ -407,7 +415,8 @@ def _performed_last(
     sharing = {c[0] for c in found if c[2] > 0 and c[0] not in used}
     last = chosen
     while True:
-        following = [index for index in sharing if index > last and trace.records[index].inputs == (last,)]
+        following = [index for index in sharing if index > last and trace.records[index].inputs == (last,)
+                     and not held_by_readers & set(trace.records[index].params)]
         if not following:
             return last
         last = min(following)

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from modelexport_core.sdk import WRAPPER_ATTRIBUTE, ExactValues, value_checksum
+from modelexport_core.sdk import WRAPPER_ATTRIBUTE, ExactValues, value_fingerprint
 
 from .transforms import derived_tensors
 
@@ -49,24 +49,23 @@ def owner_module(tensor_qualname: str) -> str:
 
 
 class _ValueKeys:
-    """One key per distinct value, (dtype, shape, checksum, n): the n-th distinct value filed with that dtype,
-    shape and :func:`~modelexport_core.sdk.value_checksum`."""
+    """One key per distinct value, (dtype, shape, fingerprint, n): the n-th distinct value filed with that
+    :func:`~modelexport_core.sdk.value_fingerprint`."""
 
     def __init__(self) -> None:
         self._values: ExactValues[tuple] = ExactValues()
 
-    def key(self, array: "np.ndarray", checksum: int | None = None, file: bool = True) -> tuple:
-        """The key of ``array`` (which may be a transposed view; ``checksum`` if known). A value not filed
-        yet is filed when ``file``; else (a graph's tensor, not kept) its key ends in -1."""
-        checksum = value_checksum(array) if checksum is None else checksum
-        found = self._values.find(array, checksum)
+    def key(self, array: "np.ndarray", file: bool = True) -> tuple:
+        """The key of ``array`` (which may be a transposed view). A value not filed yet is filed when ``file``;
+        else (a graph's tensor, not kept) its key ends in -1."""
+        bucket = value_fingerprint(array)
+        found = self._values.find(array, bucket)
         if found:
             return found[0]
-        bucket = (array.dtype.str, tuple(array.shape), checksum)
         if not file:
             return (*bucket, -1)
-        key = (*bucket, self._values.filed(array, checksum))
-        self._values.add(key, array, checksum)
+        key = (*bucket, self._values.filed(array, bucket))
+        self._values.add(key, array, bucket)
         return key
 
 
@@ -140,10 +139,9 @@ class ParameterIndex:
 
     def owners(self, array: "np.ndarray", name: str = "") -> TensorOwners | None:
         """Modules owning ``array``; None when no parameter or buffer equals it."""
-        checksum = value_checksum(array)
-        keys = [self._keys.key(array, checksum, file=False)]
-        if array.ndim == 2:  # the transpose as a view: its checksum is the array's
-            keys.append(self._keys.key(array.T, checksum, file=False))
+        keys = [self._keys.key(array, file=False)]
+        if array.ndim == 2:  # the transpose, as a view
+            keys.append(self._keys.key(array.T, file=False))
         modules = set().union(*(self._by_value.get(key, set()) for key in keys))
         covers = set().union(*(self._covers.get(key, set()) for key in keys))
         absorbed: set[str] = set()
