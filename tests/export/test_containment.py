@@ -94,3 +94,29 @@ def test_a_node_reading_a_later_siblings_value_moves_to_that_sibling():
     # reading an earlier sibling's value is the normal flow
     tags = {"n0": "layer.0", "c": "layer.1", "n1": "layer.1", "n2": "layer.1", "n3": "layer.1"}
     assert hold_causality(graph, tags, order, [], anchored=["n0", "n2", "n3"]).moved == {}
+
+
+def test_a_node_moved_for_its_maker_moves_no_reader_holding_a_maker_of_its_own_module():
+    from modelexport_core.export.containment import hold_causality
+
+    order = {"": 0, "encoder": 1, "decoder": 2}
+    # n0 (positions both stacks compute alike, merged by the exporter) was matched to the decoder's equal call;
+    # n1 reads it and moves there. n2 reads n1 and also the encoder's own value (a, known): the two makers
+    # disagree, n1's module is only derived from n0, and n2 stays, so does n3 after it (no cascade through
+    # the encoder)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["v0"], name="n0"),
+        helper.make_node("Relu", ["v0"], ["v1"], name="n1"),
+        helper.make_node("Relu", ["x"], ["va"], name="a"),
+        helper.make_node("Add", ["v1", "va"], ["v2"], name="n2"),
+        helper.make_node("Relu", ["v2"], ["v3"], name="n3"),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("v3", TensorProto.FLOAT, [1])])
+    tags = {"n0": "decoder", "n1": "encoder", "a": "encoder", "n2": "encoder", "n3": "encoder"}
+    held = hold_causality(graph, tags, order, [], anchored=["n0", "a"])
+    assert held.moved == {"n1": "encoder"} and held.node_modules["n2"] == "encoder"
+    # without a maker of its own module, the moved node's reader follows it, and so on (the rest of a computation
+    # every layer repeats, fed by the later layer's sizes)
+    held = hold_causality(graph, tags, order, [], anchored=["n0"])
+    assert held.node_modules["n2"] == held.node_modules["n3"] == "decoder"

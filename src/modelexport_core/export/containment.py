@@ -84,7 +84,11 @@ def hold_causality(
     Then the other way: no node is given a module whose call had ended before the call of a node whose
     value it reads began (a value is read after it is made). Such a node (the rest of that repeated
     computation, fed by the later layer's own sizes) is given the module of its known producer whose call
-    began last: the value it reads was there only then. Producers are visited first, in graph order. A node
+    began last: the value it reads was there only then. Producers are visited first, in graph order, and a node
+    moved so counts as known for its readers, unless such a reader also reads a known value made in its own
+    module (or below it): then the two makers disagree, the moved one's module is only derived, and the reader
+    stays (one wrong maker, a computation two stacks share matched to the later one, is not carried through
+    every node after it). A node
     whose module was inferred and whose readers all went to one module so (the constants and shape
     arithmetic feeding them) goes with them, as it would have had they been there at first.
     """
@@ -103,8 +107,12 @@ def hold_causality(
             known.add(key)
     forward: set[int] = set()
     for i, key in enumerate(keys):
-        makers = [modules[keys[j]] for j in index.node_producers(graph, i) if keys[j] in known]
-        if any(_runs_after(maker, modules[key], first_call, reused) for maker in makers):
+        producers = [j for j in index.node_producers(graph, i) if keys[j] in known]
+        makers = [modules[keys[j]] for j in producers]
+        late = [j for j in producers if _runs_after(modules[keys[j]], modules[key], first_call, reused)]
+        if late and (any(j not in forward for j in late) or not any(
+            j not in forward and is_ancestor(modules[key], modules[keys[j]]) for j in producers
+        )):
             moved.setdefault(key, modules[key])
             modules[key] = max(makers, key=lambda maker: _began(maker, first_call))
             known.add(key)
