@@ -258,10 +258,7 @@ def project(
     node_holds: dict[int, Held] = {}
     loose: set[int] = set()  # calls matched only to values holding their elements in another order
     produced: dict[str, int] = {}  # the call matched to the node making each value
-    readers: dict[str, list["onnx.NodeProto"]] = {}
-    for node in graph.node:
-        for name in node.input:
-            readers.setdefault(name, []).append(node)
+    readers = GraphIndex.of(graph).consumers
 
     for node_index, node in enumerate(graph.node):
         frontier: set[frozenset[int]] = set()
@@ -348,9 +345,10 @@ def project(
             else:
                 loose.discard(chosen)
             if frontier:  # what reads this value reads the last call the node performed
-                held_by_readers = frozenset().union(*(
-                    params_of.get(name, frozenset()) for reader in readers.get(output, ()) for name in reader.input
-                ))
+                held_by_readers = [  # parameters the nodes reading the value may hold
+                    params_of.get(name, frozenset()) for reader in readers.get(output, ())
+                    for name in graph.node[reader].input
+                ]
                 anchors[output] = frozenset([frozenset([
                     _performed_last(chosen, found, trace, used_records, held_by_readers)
                 ])])
@@ -401,7 +399,8 @@ def _continued(
 
 
 def _performed_last(
-    chosen: int, found: list[tuple[int, int, int, int]], trace: Trace, used: set[int], held_by_readers: frozenset[str]
+    chosen: int, found: list[tuple[int, int, int, int]], trace: Trace, used: set[int],
+    held_by_readers: list[frozenset[str]],
 ) -> int:
     """The last call of the chain a node matched to ``chosen`` performed: a call no node was matched to yet
     that reads only the previous call's output, whose value the node's equals and whose parameters the node
@@ -413,10 +412,13 @@ def _performed_last(
     what later calls read of it (its shape, say) they read from that call.
     """
     sharing = {c[0] for c in found if c[2] > 0 and c[0] not in used}
+    if not sharing:
+        return chosen
+    held = frozenset().union(*held_by_readers)
     last = chosen
     while True:
         following = [index for index in sharing if index > last and trace.records[index].inputs == (last,)
-                     and not held_by_readers & set(trace.records[index].params)]
+                     and not held & set(trace.records[index].params)]
         if not following:
             return last
         last = min(following)
