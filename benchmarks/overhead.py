@@ -67,8 +67,12 @@ def source_path(checkout: Path) -> str:
     return ":".join(str(p) for p in [checkout / "src", *sorted((checkout / "plugins").glob("*/src"))])
 
 
+SAME_ALLOCATOR = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": "2147483647", "MALLOC_TRIM_THRESHOLD_": "2147483647"}
+"""glibc settings equal to what the modelexport command sets for itself (``export/allocator.py``)."""
+
+
 def configs_for(factory: str, strategies: list[str], workdir: Path, verify: bool,
-                before: Path | None = None) -> dict[str, Config]:
+                before: Path | None = None, same_allocator: bool = False) -> dict[str, Config]:
     cli = str(Path(sys.executable).parent / "modelexport")
     configs: dict[str, Config] = {}
     for strategy in strategies:
@@ -77,7 +81,8 @@ def configs_for(factory: str, strategies: list[str], workdir: Path, verify: bool
         if baseline not in configs:
             command = [sys.executable, str(ROOT / "benchmarks" / "plain_export.py"), factory,
                        str(workdir / f"{baseline.replace(' ', '-')}.onnx"), "--exporter", exporter]
-            configs[baseline] = Config(baseline, command + (["--static"] if static else []) + (["--verify"] if verify else []))
+            configs[baseline] = Config(baseline, command + (["--static"] if static else []) + (["--verify"] if verify else []),
+                                       SAME_ALLOCATOR if same_allocator else {})
         command = [cli, "export", factory, str(workdir / f"{strategy}.onnx"), "--strategy", strategy]
         command += ([] if verify else ["--no-verify"]) + (["--static"] if static else [])
         configs[strategy] = Config(strategy, command)
@@ -117,6 +122,8 @@ def main() -> int:
     parser.add_argument("--section", default="overhead-quiet", help="name of the section of the file to replace")
     parser.add_argument("--before", type=Path, help="also run each strategy from this checkout (before a change)")
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny BERT, builtin_tracking, once")
+    parser.add_argument("--same-allocator", action="store_true",
+                        help="run the plain export with the allocator settings the modelexport command sets for itself")
     args = parser.parse_args()
     if args.quick:
         args.models, args.strategies, args.repeats = "tiny-bert", "builtin_tracking", 1
@@ -130,7 +137,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="modelexport-overhead-") as tmp:
         for model in models:
             factory = f"{FACTORIES}:{MODELS[model]}"
-            configs = configs_for(factory, strategies, Path(tmp), args.verify, args.before)
+            configs = configs_for(factory, strategies, Path(tmp), args.verify, args.before, args.same_allocator)
             for repeat in range(args.repeats):
                 for config in configs.values():
                     run = measure(config.command, config.env)
@@ -149,7 +156,8 @@ def main() -> int:
         f"Command: `{command_line()}`; modelexport runs as `modelexport export FACTORY OUT --strategy S "
         f"{'' if args.verify else '--no-verify '}[--static]`, the plain export as "
         f"`benchmarks/plain_export.py{' --verify' if args.verify else ''}`"
-        f"{' (then onnxruntime on its file against PyTorch, the same inputs)' if args.verify else ''}.",
+        f"{' (then onnxruntime on its file against PyTorch, the same inputs)' if args.verify else ''}"
+        f"{' with glibc set as the modelexport command sets itself (' + ' '.join(f'{k}={v}' for k, v in SAME_ALLOCATOR.items()) + ')' if args.same_allocator else ''}.",
         "",
         "| model | strategy | baseline | plain s | modelexport s | time ratio | plain MB | modelexport MB | memory ratio "
         "| plain CPU s | modelexport CPU s | CPU ratio |",

@@ -737,6 +737,9 @@ def validate(
 
 
 def main() -> None:
+    from modelexport_core.export.allocator import keep_freed_buffers
+
+    keep_freed_buffers()  # the command's own process: large buffers reused, not faulted in afresh
     app()
 
 
