@@ -506,6 +506,36 @@ class SplitStage(nn.Module):
         return self.merge(torch.cat([kept, self.blocks(worked)], dim=1))
 
 
+class MaskedSliceLayer(nn.Module):
+    """A layer that copies the first features of its projection into zeros of its input's size: the dynamo
+    exporter writes the slice assignment as a scatter, with the zeros and indices computed from the sizes."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+        self.out = nn.Linear(width, width)
+
+    def forward(self, x):
+        y = self.proj(x)
+        kept = torch.zeros(x.shape[0], x.shape[1], y.shape[2])
+        kept[:, :, :4] = y[:, :, :4]
+        return self.out(torch.relu(kept)) + x
+
+
+class MaskedSliceStack(nn.Module):
+    """Layers each scattering into zeros of the same sizes: the exporter merges their equal zeros and index
+    computations into the first layer's, where they ran first, and every layer reads them from there."""
+
+    def __init__(self, width: int = 16, depth: int = 3):
+        super().__init__()
+        self.layers = nn.ModuleList([MaskedSliceLayer(width) for _ in range(depth)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
 class LoudConvs(nn.Module):
     """Convolutions whose activations grow tenfold per block, each with a batch norm the exporter folds into
     it: the fold rounds differently, and elements that sum large terms to nearly zero keep that error."""
@@ -934,6 +964,10 @@ def empty_branch():
     return _seeded(EmptyBranch, ("x", (2, 6, 16)))
 
 
+def masked_slice_stack():
+    return _seeded(MaskedSliceStack, ("x", (2, 5, 16)))
+
+
 def loud_convs():
     return _seeded(LoudConvs, ("x", (2, 16, 8, 8)))
 
@@ -1019,6 +1053,7 @@ CUSTOM_CASES: dict = {
     "empty_branch": empty_branch,
     "split_stage": split_stage,
     "loud_convs": loud_convs,
+    "masked_slice_stack": masked_slice_stack,
     "root_extents": root_extents,
     "unordered_experts": unordered_experts,
     "rolled_windows": rolled_windows,

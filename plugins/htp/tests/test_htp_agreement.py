@@ -39,6 +39,12 @@ def test_more_architectures_agree_with_pytorch(measured, name):
     check(measured(name))
 
 
+@pytest.mark.xfail(strict=True, reason="known (#16): the shape of the zeros every layer makes alike is matched to a "
+                   "later layer's read, and the causality rule then carries the first layer's nodes into it")
+def test_equal_zeros_scattered_by_each_layer_in_a_dynamo_file(measured):
+    check(measured("masked_slice_stack", exporter="dynamo"), threshold=1.0)
+
+
 @pytest.mark.parametrize("dynamic", [True, False], ids=["dynamic", "static"])
 def test_t5_agrees_with_pytorch(measured, dynamic):
     # one node short of 1.0: the Cast of the mask the exporter shares between both stacks (see report)

@@ -6,7 +6,9 @@ merged initializers. Each gets the module of the nodes consuming it. A node serv
 module belongs to it. Scalars and shapes serving several belong to the first of them
 to run: the exporter merges equal small computations (shape reads, scale factors) into
 their first occurrence. A bigger value serving several was computed before being
-handed to them, so it belongs to their deepest common module that ran. Either way the
+handed to them, so it belongs to their deepest common module that ran, unless the exporter wrote
+it amid one call that was running throughout (nodes are written in the order they ran) holding its
+first consumer: then it ran in that call (an equal computation of each layer merged into the first). Either way the
 other modules are listed as further contexts. Where a later module repeats a small
 computation of an earlier sibling from merged shape reads, the wrappers built for the
 repeat follow the first occurrence, as the exporter builds them there. The Identity of an initializer belongs
@@ -15,7 +17,8 @@ to the module owning the parameter its consumer read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from bisect import bisect_left
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from modelexport_core.sdk import GraphIndex, common_ancestor, fill_missing_modules, is_ancestor
 
@@ -185,6 +188,7 @@ def tag_nodes(
                 element_reads[node_index] = (module, position, read)
 
     consumers = [index.node_consumers(graph, i) for i in range(len(keys))]
+    running_call = _running_calls(projection, trace, modules)
     for node_index in reversed(range(len(keys))):
         node = graph.node[node_index]
         if node_index in modules:
@@ -205,6 +209,10 @@ def tag_nodes(
         elif all(_small(values.get(v)) for v in node.output if v):
             modules[node_index] = modules[first]
             how[keys[node_index]] = "first consumer"
+        elif (running := running_call(node_index)) and is_ancestor(running, modules[first]) \
+                and not is_ancestor(running, common_ancestor(served_modules)):
+            modules[node_index] = running
+            how[keys[node_index]] = "running call"
         else:
             modules[node_index] = executed_ancestor(common_ancestor(served_modules), executed)
             how[keys[node_index]] = "common consumer"
@@ -346,6 +354,29 @@ def _follow_first_occurrences(
             modules[producer] = target
             how[keys[producer]] = "first occurrence"
             also[keys[producer]] = [own]
+
+
+def _running_calls(projection: Projection, trace: Trace, modules: dict[int, str]) -> "Callable[[int], str]":
+    """For a node, the module whose call was running when it ran ('' where that cannot be told).
+
+    Exporters write nodes in the order they ran. A node written between two matched nodes ran
+    between their calls; where every call recorded from the one to the other ran inside one module
+    (the deepest holding both), that module's call was running throughout, so the node ran inside it.
+    """
+    matched = sorted(projection.matched)
+
+    def running(node_index: int) -> str:
+        at = bisect_left(matched, node_index)
+        if at == 0 or at >= len(matched):
+            return ""
+        before, after = matched[at - 1], matched[at]
+        module = common_ancestor([modules[before], modules[after]])
+        first, last = sorted((projection.matched[before], projection.matched[after]))
+        if not module or not all(is_ancestor(module, trace.records[r].module) for r in range(first, last + 1)):
+            return ""
+        return module
+
+    return running
 
 
 def _outermost(qualnames: Iterable[str]) -> list[str]:

@@ -242,6 +242,7 @@ _EVIDENCE = {
     "consumer": "consumers",
     "first consumer": "consumers",
     "common consumer": "consumers",
+    "running call": "order",
     "shape element": "shape read",
     "value element": "value read",
     "input size": "exporter convention",
