@@ -310,8 +310,12 @@ def project(
                     projection.unmatched_values += 1
             elif value is not None and getattr(value, "size", 1) != 1 and frontier:
                 # an empty or faded value may equal any output of its shape: data flow and parameters decide
-                same = candidates.of_shape(value, measured) if value.size == 0 or faded(value, own_scale) else \
-                    candidates.find(value, measured)
+                # (a value some call returned exactly is matched among those calls first)
+                same = candidates.find(value, measured)
+                if value.size == 0 or (faded(value, own_scale) and not _plausible(
+                        same, frontier, latest, held, trace, ancestors, dependent, may_hold,
+                        reads_shape=node.op_type == SHAPE_OP, holds=node_holds[node_index])):
+                    same = candidates.of_shape(value, measured)
                 plausible = _plausible(
                     same, frontier, latest, held, trace, ancestors, dependent, may_hold,
                     reads_shape=node.op_type == SHAPE_OP, holds=node_holds[node_index],
