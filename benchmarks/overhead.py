@@ -67,8 +67,7 @@ def source_path(checkout: Path) -> str:
     return ":".join(str(p) for p in [checkout / "src", *sorted((checkout / "plugins").glob("*/src"))])
 
 
-SAME_ALLOCATOR = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": "2147483647", "MALLOC_TRIM_THRESHOLD_": "2147483647"}
-"""glibc settings equal to what the modelexport command sets for itself (``export/allocator.py``)."""
+from modelexport_core.export.allocator import ENVIRONMENT as SAME_ALLOCATOR  # noqa: E402 - what the command sets
 
 
 def configs_for(factory: str, strategies: list[str], workdir: Path, verify: bool,

@@ -7,8 +7,8 @@ faulted in and zeroed by the kernel again: a plain TorchScript export of GPT-2 s
 million page faults (6 GB touched for a 2.7 GB peak), over 6 s of system time. With the threshold
 raised, freed blocks stay in the heap and are reused: 0.66 million faults, 2.5 s less system time,
 the same peak (see docs/overhead.md). One arena for every thread: with an arena per thread, what one
-thread frees is held beside the memory the others allocate (htp's GPT-2 peak 3.3 GB instead of 2.7). The ``modelexport`` command sets this for its own process;
-the library leaves a caller's process as it is.
+thread frees is held beside the memory the others allocate (htp's GPT-2 peak 3.3 GB instead of 2.7).
+The ``modelexport`` command sets this for its own process; the library leaves a caller's process as it is.
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ LARGEST = 2**31 - 1
 
 OWN_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_ARENA_MAX")
 """Environment variables through which a user has tuned glibc's allocator: then it is left as they set it."""
+
+SETTINGS = ((M_ARENA_MAX, 1), (M_MMAP_THRESHOLD, LARGEST), (M_TRIM_THRESHOLD, LARGEST))
+"""What the command sets (``mallopt`` parameter, value)."""
+
+ENVIRONMENT = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": str(LARGEST), "MALLOC_TRIM_THRESHOLD_": str(LARGEST)}
+"""The same settings as glibc's environment variables (for another process: a benchmark's plain export)."""
 
 OPT_OUT = "MODELEXPORT_SYSTEM_MALLOC"
 """Set to 1 to leave the allocator at the system's defaults."""
@@ -48,5 +54,4 @@ def keep_freed_buffers() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     # one arena: a block freed by one thread (htp's second) is reused by the others, not held beside them
-    settings = ((M_ARENA_MAX, 1), (M_MMAP_THRESHOLD, LARGEST), (M_TRIM_THRESHOLD, LARGEST))
-    return all([bool(mallopt(parameter, value)) for parameter, value in settings])
+    return all([bool(mallopt(parameter, value)) for parameter, value in SETTINGS])

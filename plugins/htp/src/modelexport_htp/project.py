@@ -311,15 +311,17 @@ def project(
             elif value is not None and getattr(value, "size", 1) != 1 and frontier:
                 # an empty or faded value may equal any output of its shape: data flow and parameters decide
                 # (a value some call returned exactly is matched among those calls first)
-                same = candidates.find(value, measured)
-                if value.size == 0 or (faded(value, own_scale) and not _plausible(
+                lookups = [candidates.of_shape] if value.size == 0 else \
+                    [candidates.find, *([candidates.of_shape] if faded(value, own_scale) else [])]
+                plausible = []
+                for lookup in lookups:
+                    same = lookup(value, measured)
+                    plausible = _plausible(
                         same, frontier, latest, held, trace, ancestors, dependent, may_hold,
-                        reads_shape=node.op_type == SHAPE_OP, holds=node_holds[node_index])):
-                    same = candidates.of_shape(value, measured)
-                plausible = _plausible(
-                    same, frontier, latest, held, trace, ancestors, dependent, may_hold,
-                    reads_shape=node.op_type == SHAPE_OP, holds=node_holds[node_index],
-                )
+                        reads_shape=node.op_type == SHAPE_OP, holds=node_holds[node_index],
+                    )
+                    if plausible:
+                        break
                 folded_shapes = {
                     shapes[name] for name in node.input if params_of.get(name) == frozenset() and name in telling
                 }
