@@ -108,9 +108,10 @@ def measure_tag(name: str, folder: Path, strategy: str = "usage_based", rename: 
     plain_export(model, inputs, path, exporter)
     onnx_model = onnx.load(str(path))
     ctx = make_context(model, inputs)
-    names = [qualname for qualname, _ in ctx.module.named_modules()]
+    names = [qualname for qualname, _ in model.named_modules()]  # a plain export of the model: no wrapper
     recorded = {n: m for n, m in (reference.dynamo_node_modules(onnx_model, wrapped=False) if exporter == "dynamo"
-                                  else reference.torchscript_node_modules(onnx_model, names)).items() if m is not None}
+                                  else reference.torchscript_node_modules(onnx_model, names, wrapped=False)).items()
+                if m is not None}
     if rename:  # a file whose node names were replaced: the records are gone, the references stay by position
         position = {node.name: f"n{i}" for i, node in enumerate(onnx_model.graph.node)}
         for node in onnx_model.graph.node:

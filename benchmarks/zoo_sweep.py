@@ -152,7 +152,6 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
     from modelexport_core.format.tags import HierarchyTags
     from modelexport_core.format.writer import NodeTag
     from modelexport_core.measure.agreement import measure_agreement
-    from modelexport_core.prepare.context import make_context
 
     cell = Cell(model_name, CATALOG.family(model_name), batch, strategy)
     try:
@@ -190,14 +189,9 @@ def run_cell(model_name: str, batch: int, strategy: str, workdir: Path) -> Cell:
     graph = onnx.load(str(output), load_external_data=False)
     node_tags = {name: NodeTag(entry["tag"], entry["module"]) for name, entry in report.sidecar["nodes"].items()}
     tags = HierarchyTags.from_model(loaded.model, False)
-    try:
-        ctx = make_context(loaded.model, loaded.inputs or {}, by_keyword=loaded.by_keyword)
-    except ModelExportError as error:  # the model exported but does not run again for the measurement
-        cell.status, cell.cause = "failed", "model fails in torch"
-        cell.reason = f"measuring failed: {first_line(error)}"
-        return cell
-    module_names = [name for name, _ in ctx.module.named_modules()]
-    measured = measure_agreement(graph, node_tags, cell.exporter, tags, module_names)
+    # the published file is named as a plain export of the model names it (the wrapper's scope stripped)
+    module_names = [name for name, _ in loaded.model.named_modules()]
+    measured = measure_agreement(graph, node_tags, cell.exporter, tags, module_names, wrapped=False)
     cell.nodes = len(graph.graph.node)
     cell.reference_nodes = measured.reference_nodes
     cell.agreement = None if measured.agreement is None else round(measured.agreement, 4)

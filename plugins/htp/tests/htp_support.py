@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from htp_models import ARCHITECTURES, CUSTOM_CASES
+from htp_models import ARCHITECTURES, CUSTOM_CASES, OPEN_CASES
 from onnx import numpy_helper
 
 from modelexport_core.format.graph import GraphIndex
@@ -13,7 +13,7 @@ from modelexport_core.testing import HARD_CASES, Measured, build_case
 
 PRESETS = ["bert", "gpt2", "vit", "llama"]
 CASES = {**HARD_CASES, **CUSTOM_CASES}
-BUILDERS = {**CASES, **ARCHITECTURES}
+BUILDERS = {**CASES, **ARCHITECTURES, **OPEN_CASES}
 
 logging.getLogger("torch.onnx").setLevel(logging.ERROR)
 

@@ -13,11 +13,19 @@ from modelexport_core.format.tags import HierarchyTags
 from modelexport_core.format.writer import NodeTag
 
 
-def reference_modules(onnx_model: Any, exporter: str, module_names: list[str]) -> dict[str, str | None]:
-    """PyTorch's own record of each node's module, read the way the exporter wrote it."""
+def reference_modules(
+    onnx_model: Any, exporter: str, module_names: list[str], wrapped: bool = True
+) -> dict[str, str | None]:
+    """PyTorch's own record of each node's module, read the way the exporter wrote it.
+
+    ``wrapped``: the node names carry the export wrapper's scope (a strategy's own file) and ``module_names``
+    are the wrapper's; otherwise they are named as a plain export of the user's model names them (the file
+    ``export`` publishes) and ``module_names`` are the model's own. Read the other way, a node in the
+    forward of a child named like the wrapper's attribute (``model``, as in ``XForY.model``) reads as the root's.
+    """
     if exporter == "dynamo":
-        return dynamo_node_modules(onnx_model)
-    return torchscript_node_modules(onnx_model, module_names)
+        return dynamo_node_modules(onnx_model)  # scopes in metadata, which renaming leaves alone
+    return torchscript_node_modules(onnx_model, module_names, wrapped=wrapped)
 
 
 @dataclass
@@ -30,10 +38,12 @@ class Agreement:
 
 
 def measure_agreement(
-    onnx_model: Any, node_tags: dict[str, NodeTag], exporter: str, tags: HierarchyTags, module_names: list[str]
+    onnx_model: Any, node_tags: dict[str, NodeTag], exporter: str, tags: HierarchyTags, module_names: list[str],
+    wrapped: bool = True,
 ) -> Agreement:
-    """Compare ``node_tags`` with PyTorch's records in ``onnx_model``; ``module_names`` are the wrapper's."""
-    reference = reference_modules(onnx_model, exporter, module_names)
+    """Compare ``node_tags`` with PyTorch's records in ``onnx_model``; ``module_names`` and ``wrapped`` as
+    :func:`reference_modules` takes them."""
+    reference = reference_modules(onnx_model, exporter, module_names, wrapped)
     known = {node: module for node, module in reference.items() if module is not None}
     agreeing = sum(1 for node, module in known.items() if node_tags[node].tag == tags.tag_of(module))
     contaminated = sibling_contamination({n: t.module for n, t in node_tags.items()},

@@ -837,7 +837,9 @@ def _align_backwards(
     an equal value computed independently elsewhere (the same mask built from the same
     input in two places) to the call actually read, and moves a node matched to one of a
     chain of calls that returned their input unchanged (dropout in eval, ``.to`` the
-    same dtype) to the one its consumer read.
+    same dtype) to the one its consumer read. A node matched here from its last consumer
+    moves to the first of the equal computations its earlier consumers read
+    (:func:`_first_of_equal_computations`).
     """
     records = trace.records
     ancestors = trace.ancestors()
@@ -863,6 +865,7 @@ def _align_backwards(
                 return False
         return any(same_values(value, out) for out in records[record].outputs)
 
+    walked_to: set[int] = set()  # nodes matched here, from their last consumer
     pending = [-i for i in projection.matched]  # a max-heap of node indices: consumers before producers
     heapq.heapify(pending)
     while pending:
@@ -892,8 +895,26 @@ def _align_backwards(
                         s for s in read
                         if s != current and s not in used and not ancestors[s] >> current & 1 and holds(s, value, source)
                     ]
+                if not options and source in walked_to:
+                    earlier = [s for s in read if s < current and s not in used and holds(s, value, source)]
+                    options = _first_of_equal_computations(earlier, current, records)
             if len(options) == 1:
+                if current is None:
+                    walked_to.add(source)
                 projection.matched[source] = options[0]
                 projection.realigned += 1
                 used.add(options[0])
                 heapq.heappush(pending, -source)
+
+
+def _first_of_equal_computations(earlier: list[int], current: int, records: list) -> list[int]:
+    """The call a node walked back to from its last reader stands for, seen from an earlier reader.
+
+    ``earlier``: the calls, before ``current``, that an earlier reader's call read and that hold the node's value.
+    One of the same operation (each layer, or each run of a block, computing the same value from equal inputs)
+    shows the node, read by both, is their merged computation. Exporters merge equal computations into the
+    first of them, where the record places it, so the node goes to the earliest; readers are walked from the
+    last to the first.
+    """
+    same = [s for s in earlier if records[s].op == records[current].op]
+    return [min(same)] if same else []
