@@ -51,3 +51,41 @@ def test_a_merged_value_written_amid_one_call_ran_in_that_call() -> None:
 def test_a_merged_value_written_before_the_calls_reading_it_stays_with_their_caller() -> None:
     modules, how = _tags(merged_first=True)
     assert modules["merged"] == "" and how["merged"] == "common consumer"
+
+
+def _pooled_constant_tags(exporter: str, written_before_root_op: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """A constant read only by a layer's node, written at the top of the graph before a node of the root (the
+    TorchScript exporter made it for a root operation, since removed, and pooled the layer's equal constant
+    into it); ``written_before_root_op`` False: written just before its reader."""
+    const = helper.make_node("Constant", [], ["c"], name="c", value=helper.make_tensor("v", TensorProto.FLOAT, [], [2.0]))
+    root_op = helper.make_node("Shape", ["x"], ["s"], name="s")
+    layer = [helper.make_node("Relu", ["x"], ["a0"], name="a0"),
+             helper.make_node("Mul", ["a0", "c"], ["m"], name="m"),
+             helper.make_node("Relu", ["m"], ["a1"], name="a1")]
+    nodes = [const, root_op, *layer] if written_before_root_op else [root_op, layer[0], const, *layer[1:]]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+    outputs = [helper.make_tensor_value_info("a1", TensorProto.FLOAT, [4, 4]),
+               helper.make_tensor_value_info("s", TensorProto.INT64, [2])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], outputs))
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "shape", (), (0,), (), shape_read=True),
+               OpRecord(2, "relu", ("layers.0",), (0,), ()), OpRecord(3, "mul", ("layers.0",), (2,), ()),
+               OpRecord(4, "relu", ("layers.0",), (3,), ())]
+    trace = Trace(records=records, execution_trace=["", "layers.0"], param_owners={}, param_values={})
+    position = {node.name: i for i, node in enumerate(model.graph.node)}
+    projection = Projection(matched={position["s"]: 1, position["a0"]: 2, position["a1"]: 4})
+    values = {name: np.ones((4, 4), np.float32) for name in ("x", "a0", "m", "a1")}
+    values.update(s=np.array([4, 4]), c=np.array(2.0, np.float32))
+    modules, _, how = tag_nodes(model, projection, trace, values, exporter=exporter)
+    return modules, how
+
+
+def test_a_constant_written_before_a_node_of_its_readers_caller_was_made_there() -> None:
+    modules, how = _pooled_constant_tags("torchscript", written_before_root_op=True)
+    assert modules["c"] == "" and how["c"] == "written before"
+    assert modules["m"] == modules["a1"] == "layers.0"
+
+
+@pytest.mark.parametrize("exporter, written_before_root_op", [("torchscript", False), ("dynamo", True)])
+def test_a_constant_written_beside_its_reader_or_by_dynamo_goes_with_its_reader(exporter, written_before_root_op) -> None:
+    modules, how = _pooled_constant_tags(exporter, written_before_root_op)
+    assert modules["c"] == "layers.0" and how["c"] == "consumer"

@@ -220,6 +220,12 @@ def tag_nodes(
         if others:
             also[keys[node_index]] = others
 
+    pooled = _made_for_earlier_calls(graph, projection, modules, consumers, [how.get(key) for key in keys]) \
+        if folds_into_first else {}
+    for node_index, module in pooled.items():  # after the readers' own tags: a constant decides no reader's
+        modules[node_index] = module
+        how[keys[node_index]] = "written before"
+        also.pop(keys[node_index], None)
     _follow_first_occurrences(graph, index, projection, values, modules, order, how, also)
     partial = {keys[i]: m for i, m in modules.items()}
     result = fill_missing_modules(graph, partial)
@@ -354,6 +360,41 @@ def _follow_first_occurrences(
             modules[producer] = target
             how[keys[producer]] = "first occurrence"
             also[keys[producer]] = [own]
+
+
+READER_KINDS = ("consumer", "first consumer", "common consumer", "running call")
+"""How ``tag_nodes`` tags a node from the nodes reading it."""
+
+
+def _made_for_earlier_calls(
+    graph: "onnx.GraphProto", projection: Projection, modules: dict[int, str], consumers: list[list[int]],
+    how: list[str | None],
+) -> dict[int, str]:
+    """Nodes reading nothing (constants), tagged by their readers, written before a matched node of an enclosing module, every reader
+    after that node and inside that module: the enclosing module.
+
+    The TorchScript exporter writes a constant where the operation needing it was converted, just before it,
+    and pools equal constants into the first one made. Where a matched node reading something else lies
+    between the constant and every reader, the constant was made for an operation there (one later removed or
+    folded), and the readers' own equal constants were merged into it: it is written, and recorded, where it
+    was first made. Only an enclosing module is taken (the readers ran inside its call): a node matched to an
+    earlier sibling (a merged shape read kept in the first block) says nothing of where the constant was made.
+    """
+    matched = sorted(projection.matched)
+    found: dict[int, str] = {}
+    for node_index, node in enumerate(graph.node):
+        if node.input or how[node_index] not in READER_KINDS or not consumers[node_index]:
+            continue
+        at = bisect_left(matched, node_index + 1)
+        if at >= len(matched):
+            continue
+        after = matched[at]
+        readers = consumers[node_index]
+        inside = [modules.get(reader) for reader in readers]
+        if after < min(readers) and all(m is not None and is_ancestor(modules[after], m) for m in inside) \
+                and any(m != modules[after] for m in inside):
+            found[node_index] = modules[after]
+    return found
 
 
 def _running_calls(projection: Projection, trace: Trace, modules: dict[int, str]) -> "Callable[[int], str]":

@@ -243,6 +243,7 @@ _EVIDENCE = {
     "first consumer": "consumers",
     "common consumer": "consumers",
     "running call": "order",
+    "written before": "order",
     "shape element": "shape read",
     "value element": "value read",
     "input size": "exporter convention",
