@@ -57,7 +57,8 @@ def _pooled_constant_tags(exporter: str, written_before_root_op: bool) -> tuple[
     """A constant read only by a layer's node, written at the top of the graph before a node of the root (the
     TorchScript exporter made it for a root operation, since removed, and pooled the layer's equal constant
     into it); ``written_before_root_op`` False: written just before its reader."""
-    const = helper.make_node("Constant", [], ["c"], name="c", value=helper.make_tensor("v", TensorProto.FLOAT, [], [2.0]))
+    two = helper.make_tensor("v", TensorProto.FLOAT, [], [2.0])
+    const = helper.make_node("Constant", [], ["c"], name="c", value=two)
     root_op = helper.make_node("Shape", ["x"], ["s"], name="s")
     layer = [helper.make_node("Relu", ["x"], ["a0"], name="a0"),
              helper.make_node("Mul", ["a0", "c"], ["m"], name="m"),
@@ -86,6 +87,8 @@ def test_a_constant_written_before_a_node_of_its_readers_caller_was_made_there()
 
 
 @pytest.mark.parametrize("exporter, written_before_root_op", [("torchscript", False), ("dynamo", True)])
-def test_a_constant_written_beside_its_reader_or_by_dynamo_goes_with_its_reader(exporter, written_before_root_op) -> None:
+def test_a_constant_written_beside_its_reader_or_by_dynamo_goes_with_its_reader(
+    exporter: str, written_before_root_op: bool,
+) -> None:
     modules, how = _pooled_constant_tags(exporter, written_before_root_op)
     assert modules["c"] == "layers.0" and how["c"] == "consumer"
