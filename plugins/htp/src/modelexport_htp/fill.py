@@ -188,7 +188,8 @@ def tag_nodes(
                 element_reads[node_index] = (module, position, read)
 
     consumers = [index.node_consumers(graph, i) for i in range(len(keys))]
-    running_call = _running_calls(projection, trace, modules)
+    matched = sorted(projection.matched)  # matched nodes in the order they were written
+    running_call = _running_calls(matched, projection, trace, modules)
     for node_index in reversed(range(len(keys))):
         node = graph.node[node_index]
         if node_index in modules:
@@ -220,7 +221,7 @@ def tag_nodes(
         if others:
             also[keys[node_index]] = others
 
-    pooled = _made_for_earlier_calls(graph, projection, modules, consumers, [how.get(key) for key in keys]) \
+    pooled = _made_for_earlier_calls(graph, matched, modules, consumers, [how.get(key) for key in keys]) \
         if folds_into_first else {}
     for node_index, module in pooled.items():  # after the readers' own tags: a constant decides no reader's
         modules[node_index] = module
@@ -367,7 +368,7 @@ READER_KINDS = ("consumer", "first consumer", "common consumer", "running call")
 
 
 def _made_for_earlier_calls(
-    graph: "onnx.GraphProto", projection: Projection, modules: dict[int, str], consumers: list[list[int]],
+    graph: "onnx.GraphProto", matched: list[int], modules: dict[int, str], consumers: list[list[int]],
     how: list[str | None],
 ) -> dict[int, str]:
     """Nodes reading nothing (constants), tagged by their readers, written before a matched node of an enclosing
@@ -379,8 +380,8 @@ def _made_for_earlier_calls(
     folded), and the readers' own equal constants were merged into it: it is written, and recorded, where it
     was first made. Only an enclosing module is taken (the readers ran inside its call): a node matched to an
     earlier sibling (a merged shape read kept in the first block) says nothing of where the constant was made.
+    ``matched``: the matched nodes' indices, in order; ``how``: how each node was tagged so far.
     """
-    matched = sorted(projection.matched)
     found: dict[int, str] = {}
     for node_index, node in enumerate(graph.node):
         if node.input or how[node_index] not in READER_KINDS or not consumers[node_index]:
@@ -397,14 +398,16 @@ def _made_for_earlier_calls(
     return found
 
 
-def _running_calls(projection: Projection, trace: Trace, modules: dict[int, str]) -> "Callable[[int], str]":
+def _running_calls(
+    matched: list[int], projection: Projection, trace: Trace, modules: dict[int, str],
+) -> "Callable[[int], str]":
     """For a node, the module whose call was running when it ran ('' where that cannot be told).
 
     Exporters write nodes in the order they ran. A node written between two matched nodes ran
     between their calls; where every call recorded from the one to the other ran inside one module
     (the deepest holding both), that module's call was running throughout, so the node ran inside it.
+    ``matched``: the matched nodes' indices, in order.
     """
-    matched = sorted(projection.matched)
 
     def running(node_index: int) -> str:
         at = bisect_left(matched, node_index)
