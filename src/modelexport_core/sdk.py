@@ -8,8 +8,11 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 - module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
   ``EVIDENCE_KIND``); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
-  ``StreamedTensor``, ``StreamedModel``; values: ``value_checksum``, ``value_fingerprint``, ``ExactValues``;
-- exporting: ``export_torchscript``, ``export_dynamo``, ``export_in_turn``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``,
+  ``StreamedTensor``, ``StreamedModel``; values: ``value_checksum``, ``value_fingerprint``, ``ExactValues``,
+  ``intermediate_values`` (every node output of a file, computed by onnxruntime), ``ValueIndex`` with ``informative``, ``faded``,
+  ``identical``, ``same_values``, ``measure``, ``transposed_measure``, ``may_be_same``, ``summary``, ``scale`` (finding
+  values equal up to two runtimes' rounding);
+- exporting: ``as_exported`` (a model run the way an exporter runs it), ``export_torchscript``, ``export_dynamo``, ``export_in_turn``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``,
   ``recorded_output_names`` (the output names a capture's run recorded, where the model had not run before);
 - messages: ``first_line``.
 """
@@ -18,9 +21,10 @@ from __future__ import annotations
 
 from modelexport_core.errors import ModelMismatchError, first_line
 from modelexport_core.export.containment import EVIDENCE_KIND, hold_call_containment, hold_causality
-from modelexport_core.export.exporters import export_dynamo, export_torchscript
+from modelexport_core.export.exporters import as_exported, export_dynamo, export_torchscript
 from modelexport_core.format.checksum import ExactValues, value_checksum, value_fingerprint
 from modelexport_core.format.graph import GraphIndex, fill_missing_modules, node_key
+from modelexport_core.format.intermediate import intermediate_values
 from modelexport_core.format.onnx_file import (
     StreamedModel,
     StreamedTensor,
@@ -30,6 +34,18 @@ from modelexport_core.format.onnx_file import (
     tensor_value,
 )
 from modelexport_core.format.tags import common_ancestor, is_ancestor, parent_qualname
+from modelexport_core.format.value_index import (
+    ValueIndex,
+    faded,
+    identical,
+    informative,
+    may_be_same,
+    measure,
+    same_values,
+    scale,
+    summary,
+    transposed_measure,
+)
 from modelexport_core.plugin.hookspecs import hookimpl
 from modelexport_core.plugin.strategy import (
     EXPORTER_OPTION,
@@ -61,6 +77,18 @@ __all__ = [
     "TaggingResult",
     "TaggingStrategy",
     "export_in_turn",
+    "as_exported",
+    "intermediate_values",
+    "informative",
+    "faded",
+    "identical",
+    "may_be_same",
+    "measure",
+    "same_values",
+    "scale",
+    "summary",
+    "transposed_measure",
+    "ValueIndex",
     "common_ancestor",
     "export_dynamo",
     "export_torchscript",

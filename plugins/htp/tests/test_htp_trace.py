@@ -67,7 +67,7 @@ def test_ancestors_follow_data_flow_only():
 def test_a_matrix_is_measured_once_for_both_ways_it_is_looked_up():
     import numpy as np
 
-    from modelexport_htp.value_index import ValueIndex, measure, transposed_measure
+    from modelexport_core.sdk import ValueIndex, measure, transposed_measure
 
     weight = np.random.default_rng(0).standard_normal((6, 40)).astype(np.float32)
     assert transposed_measure(measure(weight))[0] == measure(np.ascontiguousarray(weight.T))[0]
@@ -83,7 +83,7 @@ def test_a_faded_value_is_a_candidate_for_every_output_of_its_shape():
     recorded output of the shape stays a candidate and data flow decides."""
     import numpy as np
 
-    from modelexport_htp.value_index import ValueIndex, faded
+    from modelexport_core.sdk import ValueIndex, faded
 
     tiny = np.full((4, 8), 1e-41, dtype=np.float32)
     flushed = np.zeros((4, 8), dtype=np.float32)
@@ -125,8 +125,8 @@ def test_every_output_of_a_split_node_is_matched_to_the_one_split_call():
     """One call of several outputs is one node: its second output stays the split's, though a later call
     (a block whose branch adds zeros) holds the same value and the split is already matched."""
 
+    from modelexport_core.sdk import intermediate_values
     from modelexport_htp.project import project, read_initializers
-    from modelexport_htp.values import intermediate_values
 
     ctx, graph, trace = _exported_and_traced("split_stage")
     values = intermediate_values(graph, ctx.input_names, tuple(ctx.args), None)
@@ -143,7 +143,7 @@ def test_a_few_elements_that_cancelled_may_keep_the_rounding_of_large_terms():
     those terms. A few such elements keep two values equal; many do not, and a sentinel mask widens nothing."""
     import numpy as np
 
-    from modelexport_htp.value_index import ValueIndex, same_values
+    from modelexport_core.sdk import ValueIndex, same_values
 
     rng = np.random.default_rng(0)
     loud = (rng.standard_normal((4, 64, 8)) * 3000).astype(np.float32)
@@ -168,7 +168,7 @@ def test_a_value_holding_a_recorded_one_in_another_order_is_found_as_it():
     order, and only their elements, sorted, equal the recorded value."""
     import numpy as np
 
-    from modelexport_htp.value_index import ValueIndex
+    from modelexport_core.sdk import ValueIndex
 
     rng = np.random.default_rng(0)
     rows = rng.standard_normal((6, 16)).astype(np.float32)

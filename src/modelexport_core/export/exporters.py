@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from modelexport_core.errors import first_line, full_text
 from modelexport_core.plugin.strategy import ExportContext, StrategyFailed
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from modelexport_core.format.onnx_file import StreamedModel
 
-__all__ = ["DYNAMO_DEFAULT_OPSET", "TORCHSCRIPT_DEFAULT_OPSET", "export_dynamo", "export_torchscript", "failure",
+__all__ = ["DYNAMO_DEFAULT_OPSET", "TORCHSCRIPT_DEFAULT_OPSET", "as_exported", "export_dynamo", "export_torchscript", "failure",
            "first_line", "full_text"]
 
 TORCHSCRIPT_DEFAULT_OPSET = 17
@@ -149,3 +149,33 @@ def _dynamic_shapes(ctx: ExportContext) -> tuple | None:
 def _weight_bytes(module: "torch.nn.Module") -> int:
     tensors = {id(t): t for t in (*module.parameters(), *module.buffers())}
     return sum(t.numel() * t.element_size() for t in tensors.values())
+
+
+@contextlib.contextmanager
+def as_exported(exporter: str | None) -> Iterator[None]:
+    """Answer a model's "am I being exported?" as the named exporter does while it runs the model.
+
+    Models take another path under an exporter (a mask built as a tensor instead of left
+    to a fused kernel, a check skipped): the TorchScript exporter runs them with
+    ``torch.jit.is_tracing()`` true, the dynamo exporter with ``torch.compiler.is_exporting()``
+    and ``is_compiling()`` true, and both with ``torch.onnx.is_in_onnx_export()`` true. The
+    trace runs the path the file was made from.
+    """
+    import torch
+
+    def yes() -> bool:
+        return True
+
+    patched: list[tuple[Any, str]] = []
+    if exporter == "torchscript":
+        patched = [(torch.jit, "is_tracing"), (torch.onnx, "is_in_onnx_export")]
+    elif exporter == "dynamo":
+        patched = [(torch.compiler, "is_exporting"), (torch.compiler, "is_compiling"), (torch.onnx, "is_in_onnx_export")]
+    saved = [(owner, name, getattr(owner, name)) for owner, name in patched]
+    try:
+        for owner, name in patched:
+            setattr(owner, name, yes)
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)

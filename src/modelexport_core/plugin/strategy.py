@@ -120,6 +120,7 @@ EVIDENCE = {
     "record": "the exporter's own record of the module that ran the op (FX module stack, tracer scope, name scope)",
     "parameter": "the node reads a parameter of the module",
     "value": "its output holds the values a recorded call of the module returned",
+    "boundary": "it lies between the values a call of the module took and the values it returned",
     "propagation": "carried along the data flow from tagged nodes, within the bounds of their modules",
     "neighbours": "the module its producers and consumers agree on",
 }

@@ -16,19 +16,20 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
 
-from modelexport_core.sdk import GraphIndex, is_ancestor
-
-from .trace import INPUT_PREFIX, Trace
-from .value_index import (
+from modelexport_core.sdk import (
+    GraphIndex,
     ValueIndex,
     faded,
     identical,
     informative,
+    is_ancestor,
     may_be_same,
     measure,
     same_values,
     transposed_measure,
 )
+
+from .trace import INPUT_PREFIX, Trace
 
 if TYPE_CHECKING:
     import numpy as np

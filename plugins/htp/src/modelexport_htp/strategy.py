@@ -174,9 +174,10 @@ def _analyse(
     from concurrent.futures import ThreadPoolExecutor
     from dataclasses import replace
 
+    from modelexport_core.sdk import intermediate_values
+
     from .inputs import informative_args, shorter_args
     from .trace import trace_execution
-    from .values import intermediate_values
 
     def run(args: tuple) -> tuple[ExportContext, "Trace", dict[str, "np.ndarray"]]:
         run_ctx = replace(ctx, args=args)

@@ -12,7 +12,6 @@ write no node for (dropout in eval, ``contiguous``): the projection passes over 
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
 
     from modelexport_core.sdk import ExportContext
 
+from modelexport_core.sdk import as_exported
 
 INPUT_PREFIX = "input:"
 """Records of the model inputs have this op name followed by the input's name."""
@@ -86,16 +86,16 @@ class Trace:
     _passed_to: dict[int, int] = field(default_factory=dict, repr=False)
 
     def output_summary(self, index: int) -> tuple:
-        """The :func:`~.value_index.summary` of record ``index``'s first output, computed once."""
-        from .value_index import summary
+        """The :func:`~modelexport_core.format.value_index.summary` of record ``index``'s first output, computed once."""
+        from modelexport_core.sdk import summary
 
         if index not in self._summaries:
             self._summaries[index] = summary(self.records[index].outputs[0])
         return self._summaries[index]
 
     def output_scale(self, index: int) -> float:
-        """The :func:`~.value_index.scale` of record ``index``'s first output, computed once."""
-        from .value_index import scale
+        """The :func:`~modelexport_core.format.value_index.scale` of record ``index``'s first output, computed once."""
+        from modelexport_core.sdk import scale
 
         if index not in self._scales:
             self._scales[index] = scale(self.records[index].outputs[0])
@@ -104,7 +104,7 @@ class Trace:
     def returns_its_input(self, index: int) -> bool:
         """Whether record ``index`` returned its first recorded input exactly (``x + 0``, ``x * 1``): the same
         shape, element type and elements; computed once."""
-        from .value_index import identical
+        from modelexport_core.sdk import identical
 
         if index not in self._unchanged:
             record = self.records[index]
@@ -319,36 +319,6 @@ def _numpy_or_none(tensor: "torch.Tensor") -> "np.ndarray | None":
         return _numpy(tensor)
     except Exception:  # noqa: BLE001 - sparse, quantized or meta tensors are not compared
         return None
-
-
-@contextmanager
-def as_exported(exporter: str | None) -> Iterator[None]:
-    """Answer a model's "am I being exported?" as the named exporter does while it runs the model.
-
-    Models take another path under an exporter (a mask built as a tensor instead of left
-    to a fused kernel, a check skipped): the TorchScript exporter runs them with
-    ``torch.jit.is_tracing()`` true, the dynamo exporter with ``torch.compiler.is_exporting()``
-    and ``is_compiling()`` true, and both with ``torch.onnx.is_in_onnx_export()`` true. The
-    trace runs the path the file was made from.
-    """
-    import torch
-
-    def yes() -> bool:
-        return True
-
-    patched: list[tuple[Any, str]] = []
-    if exporter == "torchscript":
-        patched = [(torch.jit, "is_tracing"), (torch.onnx, "is_in_onnx_export")]
-    elif exporter == "dynamo":
-        patched = [(torch.compiler, "is_exporting"), (torch.compiler, "is_compiling"), (torch.onnx, "is_in_onnx_export")]
-    saved = [(owner, name, getattr(owner, name)) for owner, name in patched]
-    try:
-        for owner, name in patched:
-            setattr(owner, name, yes)
-        yield
-    finally:
-        for owner, name, original in saved:
-            setattr(owner, name, original)
 
 
 def trace_execution(ctx: "ExportContext", exporter: str | None = None) -> Trace:

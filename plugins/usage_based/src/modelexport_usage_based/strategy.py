@@ -31,7 +31,12 @@ if TYPE_CHECKING:  # the passes load when a model is tagged, not when the strate
     import onnx
     import torch
 
+    from modelexport_core.sdk import StreamedModel
+
     from .graph_values import ArrayReader
+
+BOUNDARY = "boundary"
+"""Evidence of a node placed by the values its module's calls took and returned."""
 
 MIN_WEIGHTS_FOUND = 0.5
 """Share of the model's non-constant weight tensors a graph must hold to be tagged as that model."""
@@ -67,7 +72,8 @@ class UsageBasedStrategy(TaggingStrategy):
 
         export_dynamo(ctx, onnx_path)
         folder = Path(onnx_path).parent
-        result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder))
+        result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder),
+                           weights=Path(onnx_path))
         result.exporter = "dynamo"
         return result
 
@@ -81,10 +87,11 @@ class UsageBasedStrategy(TaggingStrategy):
         folder = Path(onnx_path).parent
         # the graph only: each weight is read from where the exporter put it when it is compared, then let go
         if unwritten is not None:
-            result = self._tag(ctx, unwritten.model, unwritten.value, calls)
+            result = self._tag(ctx, unwritten.model, unwritten.value, calls, weights=unwritten)
             result.unwritten = unwritten
         else:
-            result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder), calls)
+            result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder), calls,
+                               weights=Path(onnx_path))
         result.exporter = "torchscript"
         return result
 
@@ -92,8 +99,10 @@ class UsageBasedStrategy(TaggingStrategy):
         return self._tag(ctx, onnx_model, None)
 
     def _tag(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", read: "ArrayReader | None",
-             counted: tuple[dict[str, int], dict[str, int]] | None = None) -> TaggingResult:
-        """Tag ``onnx_model``; ``counted``: each module's call count and first call in one run, where known."""
+             counted: tuple[dict[str, int], dict[str, int]] | None = None,
+             weights: "Path | StreamedModel | None" = None) -> TaggingResult:
+        """Tag ``onnx_model``; ``counted``: each module's call count and first call in one run, where known;
+        ``weights``: where the weights of a graph loaded without them are (for onnxruntime)."""
         from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
         from .helper_sizes import helper_exports, module_calls
         from .module_tree import ModuleTree
@@ -140,10 +149,13 @@ class UsageBasedStrategy(TaggingStrategy):
         timely = hold_causality(graph, held.node_modules, first_call, reused, anchored)
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
+        bounded = _bounded(ctx, onnx_model, weights, node_modules, index.keys)
+        node_modules.update(bounded)
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
                          for i, module in propagation.modules.items()})
         evidence.update(dict.fromkeys(held.moved, CONTAINMENT))
+        evidence.update(dict.fromkeys(bounded, BOUNDARY))
         return TaggingResult(
             node_modules=node_modules,
             evidence=evidence,
@@ -154,9 +166,36 @@ class UsageBasedStrategy(TaggingStrategy):
                 "ambiguous_seeds": sum(1 for owners in users.candidates.values() if len(owners.modules) > 1),
                 "filled_nodes": len(node_modules) - len(tagged),
                 "containment_moved": len(held.moved),
+                "boundary_moved": len(bounded),
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
+
+
+def _bounded(ctx: ExportContext, onnx_model: "onnx.ModelProto", weights: "Path | StreamedModel | None",
+             node_modules: dict[str, str], keys: list[str]) -> dict[str, str]:
+    """The nodes whose module the values crossing each call's boundary settle otherwise (``boundaries.py``), by
+    name; none where the model or the file cannot be run on the example."""
+    import torch
+
+    from modelexport_core.sdk import as_exported, intermediate_values
+
+    from .boundaries import call_regions, constant_nodes, hold_boundaries, made_for_readers, record_calls
+
+    try:
+        with torch.no_grad(), as_exported(_exporter_of(onnx_model)):
+            events = record_calls(ctx.model, lambda: ctx.module(*ctx.args))
+        values = intermediate_values(onnx_model, ctx.input_names, ctx.args, weights)
+    except Exception:  # noqa: BLE001 - without the values the other passes' tags stand
+        return {}
+    graph = onnx_model.graph
+    boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args])
+    del values
+    positions = {key: i for i, key in enumerate(keys)}
+    constant = constant_nodes(graph)
+    moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
+                            boundaries, constant, made_for_readers(graph, constant))
+    return {keys[i]: module for i, module in moved.items()}
 
 
 def called_modules(model: "torch.nn.Module") -> set[str]:

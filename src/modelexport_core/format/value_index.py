@@ -341,7 +341,7 @@ class ValueIndex(Generic[Key]):
                 ordered = np.sort(value, axis=None)
             if same_values(ordered, known[1], own_scale, candidate_scale):
                 found.update(keys)
-        return sorted(found)
+        return sorted(found)  # type: ignore[type-var]  # every key of one index is of one ordered kind
 
     def _in_window(
         self, value: "np.ndarray", measured: tuple[tuple, float, float] | None
@@ -363,7 +363,7 @@ class ValueIndex(Generic[Key]):
         positions: Iterable[int] = range(first, last)
         samples = self._samples.get(bucket)
         sampled = samples is not None and last > first
-        if sampled:  # one vectorised look at every candidate's sample rejects most of them
+        if samples is not None and sampled:  # one vectorised look at every candidate's sample rejects most of them
             rows = _samples_close(
                 samples[0][first:last], samples[1][first:last], _sample(value), own_scale, value.size
             )
@@ -376,5 +376,5 @@ class ValueIndex(Generic[Key]):
             ):
                 for key in keys:
                     found.setdefault(key, position)
-        return sorted(found)
+        return sorted(found)  # type: ignore[type-var]
 

@@ -1,7 +1,7 @@
 """Every intermediate value of an ONNX graph on the example inputs, computed with onnxruntime.
 
-The projection compares these with the tensors the trace recorded: a value computed by
-the same operation on the same inputs is the strongest evidence of where a node came from.
+Strategies compare these with the tensors the model computed on the same inputs: htp with every
+operation's result, usage_based with the values each module call took and returned.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import onnxruntime as ort
     import torch
 
-    from modelexport_core.sdk import StreamedModel
+    from modelexport_core.format.onnx_file import StreamedModel
 
 
 def _numpy_input(tensor: "torch.Tensor") -> "np.ndarray":
@@ -79,9 +79,9 @@ def _session(onnx_model: "onnx.ModelProto", weights: "Path | StreamedModel | Non
     providers = ["CPUExecutionProvider"]
     try:
         if isinstance(weights, Path):
-            from modelexport_core.sdk import stub_file
+            from modelexport_core.format.onnx_file import stub_file
 
-            with stub_file(onnx_model, weights, "htp-values") as path:
+            with stub_file(onnx_model, weights, "intermediate-values") as path:
                 return ort.InferenceSession(str(path), options, providers=providers)
         if weights is not None:
             return ort.InferenceSession(_in_memory(onnx_model, weights, options, held), options, providers=providers)

@@ -1,0 +1,324 @@
+"""Call boundaries: the values each module call took and returned, found in the file, bound where its nodes lie.
+
+A call of a module begins after the values it takes exist, computes its results from them, its own
+parameters and constants, and hands the results back. So, with the model run the way the exporter ran it
+(forward hooks copy each call's tensor inputs as it begins and its tensor outputs as it ends) and the file
+run in onnxruntime on the same inputs, each of those values is a node output of the file, found by value:
+
+- a call's *region* is the nodes its outputs were computed from, less the nodes its inputs were computed
+  from, written after the last call result known when it began (exporters write nodes in the order they
+  ran); constant nodes (computed from no graph input) are left to the other passes;
+- a node inside the region of a call ran inside that call, so its module holds the node's tag
+  (:func:`hold_boundaries` moves a tag outside it in); a node outside every region of a module whose every
+  call was bounded did not run in that module (a tag inside it moves out to its parent).
+
+Only what the values settle is used. A value equal to several node outputs takes, as a call's result,
+the first written after the call began; as an input, the one written before the result, and where
+several are, the call is not bounded; nor is a call that returned a value equal to one it took. A result whose value runs on
+unchanged through nodes that change no element (a zero bias added, a cast to the same type) may end at
+any of them: those nodes are left to the other passes by both calls. A call with a value that tells
+nothing (a scalar, all one number) or that is not found is not bounded at all.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
+
+from modelexport_core.sdk import ValueIndex, common_ancestor, informative, is_ancestor, same_values
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+    import torch
+
+Value = tuple[Hashable, "np.ndarray"]
+"""A tensor as recorded: a key telling the tensor object and its version apart, and a copy of its elements."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """A call beginning (with its inputs) or ending (with its outputs), in the order the model ran them."""
+
+    begins: bool
+    module: str
+    values: tuple[Value, ...]
+
+
+@dataclass
+class CallRegion:
+    """What one call's boundary values settle: ``nodes`` ran inside it, ``unsure`` may or may not have."""
+
+    module: str
+    nodes: set[int]
+    unsure: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Boundaries:
+    """Every bounded call's region, and the modules some call of which could not be bounded."""
+
+    regions: list[CallRegion]
+    unbounded: set[str]
+
+    @property
+    def bounding(self) -> dict[str, set[int]]:
+        """Each module whose every call was bounded: the nodes its calls may hold (regions and unsure nodes)."""
+        held: dict[str, set[int]] = defaultdict(set)
+        for region in self.regions:
+            held[region.module] |= region.nodes | region.unsure
+        return {module: nodes for module, nodes in held.items() if module not in self.unbounded}
+
+
+def _tensors(value: Any) -> Iterator["torch.Tensor"]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def _copy(tensor: "torch.Tensor") -> "np.ndarray":
+    tensor = tensor.detach().cpu()
+    return (tensor.float() if tensor.is_floating_point() else tensor).numpy().copy()
+
+
+def record_calls(model: "torch.nn.Module", run: Callable[[], object]) -> list[Event]:
+    """Run ``run()`` with hooks on every module of ``model``: each call's tensor inputs as it begins, its tensor
+    outputs as it ends. Tensors are told apart by object and version (an in-place op makes a new version)."""
+    events: list[Event] = []
+    alive: list[Any] = []  # the tensors seen stay alive, so no later tensor takes one's identity
+
+    def values(found: Any) -> tuple[Value, ...]:
+        tensors = list(_tensors(found))
+        alive.extend(tensors)
+        return tuple(((id(t), t._version), _copy(t)) for t in tensors)
+
+    handles = []
+    for qualname, module in model.named_modules():
+        def begin(_: object, args: tuple, kwargs: dict, name: str = qualname) -> None:
+            events.append(Event(True, name, values((args, kwargs))))
+
+        def end(_: object, args: tuple, kwargs: dict, output: object, name: str = qualname) -> None:
+            events.append(Event(False, name, values(output)))
+
+        handles.append(module.register_forward_pre_hook(begin, with_kwargs=True))
+        handles.append(module.register_forward_hook(end, with_kwargs=True))
+    try:
+        run()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return events
+
+
+def made_for_readers(graph: "onnx.GraphProto", constant: set[int]) -> dict[int, list[int]]:
+    """The constants computed from no weight (what the exporter writes for the operation reading it), each with
+    the nodes reading it."""
+    weights = {tensor.name for tensor in graph.initializer}
+    readers: dict[str, list[int]] = defaultdict(list)
+    for i, node in enumerate(graph.node):
+        for name in node.input:
+            readers[name].append(i)
+    return {i: sorted({reader for name in graph.node[i].output for reader in readers[name]})
+            for i in constant if not any(name in weights for name in graph.node[i].input)}
+
+
+def constant_nodes(graph: "onnx.GraphProto") -> set[int]:
+    """The nodes computed from no graph input (constants, weights' copies, what is folded from them)."""
+    inputs = {value.name for value in graph.input}
+    producer: dict[str, int] = {}
+    constant: set[int] = set()
+    for i, node in enumerate(graph.node):
+        if all(name not in inputs and (name not in producer or producer[name] in constant)
+               for name in node.input if name):
+            constant.add(i)
+        for name in node.output:
+            producer[name] = i
+    return constant
+
+
+def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], events: list[Event],
+                 model_inputs: list["np.ndarray"]) -> Boundaries:
+    """The region of every call whose boundary values settle it (module docstring), from ``values``: the
+    file's node outputs on the inputs the model ran on (``model_inputs``)."""
+    import numpy as np
+
+    producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
+    constant = constant_nodes(graph)
+    index: ValueIndex[str] = ValueIndex()
+    for name, value in values.items():
+        if name in producer and hasattr(value, "dtype") and informative(value):
+            index.add(name, value)
+
+    def ancestors(nodes: list[int]) -> set[int]:
+        seen: set[int] = set()
+        stack = list(nodes)
+        while stack:
+            i = stack.pop()
+            if i not in seen:
+                seen.add(i)
+                stack.extend(producer[name] for name in graph.node[i].input if name in producer)
+        return seen
+
+    def passes_on(later: int, earlier: int) -> bool:
+        """Whether node ``later`` computes from node ``earlier``'s output and constants alone."""
+        computed = [name for name in graph.node[later].input if name in producer and producer[name] not in constant]
+        return bool(computed) and all(producer[name] == earlier for name in computed)
+
+    def is_input(array: "np.ndarray") -> bool:
+        return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
+
+    known: dict[Hashable, int] = {}  # a tensor seen before: the node that made it
+    runs_on: dict[Hashable, list[int]] = {}  # the nodes its value runs on unchanged through
+    cursor = -1  # the last call result found so far
+    begun: list[tuple[int, tuple[Value, ...]]] = []
+    regions: list[CallRegion] = []
+    unbounded: set[str] = set()
+    for event in events:
+        if event.begins:
+            begun.append((cursor, event.values))
+            continue
+        start, inputs = begun.pop()
+        region = _bound(event.values, inputs, (start, cursor), known, runs_on, index, producer, is_input, passes_on)
+        if region is None:
+            unbounded.add(event.module)
+            continue
+        results, sources, unsure = region
+        cursor = max(cursor, *results)
+        nodes = {i for i in ancestors(results) - ancestors(sources) if i > start and i not in constant}
+        regions.append(CallRegion(event.module, nodes, unsure))
+    return Boundaries(regions, unbounded)
+
+
+def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
+           runs_on: dict[Hashable, list[int]], index: ValueIndex[str], producer: dict[str, int],
+           is_input: Callable[["np.ndarray"], bool], passes_on: Callable[[int, int], bool],
+           ) -> tuple[list[int], list[int], set[int]] | None:
+    """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
+    nothing, is not found, or (an input) equals several values written before the call's result.
+
+    ``span``: the last call result found before the call began, and before it ended (the results of the calls
+    it made): its own results are written after the first, and after the second where such a node holds them.
+    """
+    start, inner = span
+    taken = [array for _, array in inputs]
+    if any(same_values(array, given) for _, array in outputs for given in taken
+           if given.shape == array.shape and given.dtype == array.dtype):
+        return None  # a result equal to what the call took: which of the two a node holds is not settled
+    firsts = []
+    for key, array in outputs:
+        if key in known:
+            firsts.append(known[key])
+            continue
+        if not informative(array):
+            return None
+        later = _after(index.find(array), producer, start, inner)
+        if not later:
+            return None
+        firsts.append(later[0])
+    if not firsts:
+        return None
+    first = min(firsts)
+    sources: list[int] = []
+    unsure: set[int] = set()
+    for key, array in inputs:
+        if key in known:
+            sources.append(known[key])
+            sources.extend(runs_on.get(key, ()))
+            unsure.update(runs_on.get(key, ()))
+            continue
+        if is_input(array):
+            continue
+        if not informative(array):
+            return None
+        found = [producer[name] for name in index.find(array)]
+        before = [i for i in found if i < first] or [i for i in found if i == first]
+        if not before:
+            return None
+        if len(before) > 1:  # which one it took is not settled
+            return None
+        sources.append(before[0])
+        known[key] = before[0]
+    results = []
+    for key, array in outputs:
+        if key in known:
+            results.append(known[key])
+            unsure.update(runs_on.get(key, ()))
+            continue
+        candidates = _after(index.find(array), producer, start, inner)
+        node = candidates[0]
+        known[key] = node
+        results.append(node)
+        chain = []
+        while True:
+            following = [i for i in candidates if i > node and passes_on(i, node)]
+            if not following:
+                break
+            node = following[0]
+            chain.append(node)
+        runs_on[key] = chain
+        unsure.update(chain)
+    return results, sources, unsure
+
+
+def _after(names: list[str], producer: dict[str, int], start: int, inner: int) -> list[int]:
+    """The nodes holding a call's result, in graph order: written after the call began (``start``), and, where
+    one is, at or after the last result of the calls it made (``inner``): a result that barely changed its
+    input (a residual branch scaled near zero) equals values the call computed before its last step."""
+    after = sorted(i for i in (producer[name] for name in names) if i > start)
+    return [i for i in after if i >= inner] or after
+
+
+def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skipped: set[int],
+                    made_for: dict[int, list[int]]) -> dict[int, str]:
+    """The nodes whose module the call boundaries contradict, with the module they settle (module docstring).
+
+    ``node_modules``: each node's module by position; ``skipped``: nodes these rules leave alone (constants);
+    ``made_for``: the constants the exporter made for their readers (computed from no weight), with their
+    readers: where a reader moves, such a constant goes to the module holding all its readers. A node inside
+    regions of two calls neither of which holds the other (a value the exporter shared) is not bounded in.
+    """
+    inside: dict[int, list[str]] = defaultdict(list)
+    for region in boundaries.regions:
+        for i in region.nodes:
+            inside[i].append(region.module)
+    bounding = boundaries.bounding
+    moved: dict[int, str] = {}
+    for i, module in node_modules.items():
+        if i in skipped:
+            continue
+        tag = module
+        parts = tag.split(".") if tag else []
+        for depth in range(len(parts), 0, -1):  # out of every module whose calls all ran without it
+            held = bounding.get(".".join(parts[:depth]))
+            if held is not None and i not in held:
+                tag = ".".join(parts[:depth - 1])
+        deepest = _deepest(inside.get(i, []))
+        if deepest is not None and not is_ancestor(deepest, tag):
+            tag = deepest
+        if tag != module:
+            moved[i] = tag
+    for i, readers in made_for.items():
+        if i in node_modules and readers and any(reader in moved for reader in readers):
+            tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
+            if tag != node_modules[i]:
+                moved[i] = tag
+    return moved
+
+
+def _deepest(modules: list[str]) -> str | None:
+    """The deepest of modules that lie on one line of descent; None if two of them do not."""
+    deepest: str | None = None
+    for module in modules:
+        if deepest is None or is_ancestor(deepest, module):
+            deepest = module
+        elif not is_ancestor(module, deepest):
+            return None
+    return deepest
