@@ -82,15 +82,25 @@ def test_tags_move_into_the_call_that_ran_them_and_out_of_calls_that_did_not():
 
 
 @pytest.mark.unit
-def test_an_input_equal_to_two_earlier_values_bounds_nothing_out():
+def test_an_input_passed_on_unchanged_is_the_first_of_its_run():
     graph, values, x = _graph()
-    # second takes a new tensor equal to both a and a2 (written before its result): which one is not settled
+    # second takes a new tensor equal to a and to a2 (a plus zero): it took a, or a2 in its own code
+    boundaries = call_regions(graph, values, _events(values, x, second_takes=("a2", "a copy")), [x])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["second"].nodes == {2} and regions["second"].unsure == {1}
+
+
+@pytest.mark.unit
+def test_an_input_equal_to_two_unrelated_earlier_values_bounds_nothing_out():
+    graph, values, x = _graph()
+    graph.node.insert(0, helper.make_node("Relu", ["x"], ["a0"], name="relu_aside"))  # a second, unrelated a
+    values["a0"] = values["a"].copy()
     boundaries = call_regions(graph, values, _events(values, x, second_takes=("a2", "a copy")), [x])
     assert "second" in boundaries.unbounded
     assert "second" not in boundaries.bounding
     constant = constant_nodes(graph)
-    moved = hold_boundaries({0: "first", 1: "", 2: "", 3: "second", 4: "second"}, boundaries, constant, {})
-    assert 3 not in moved and 4 not in moved  # nothing proves the Mul ran outside second
+    moved = hold_boundaries({0: "", 1: "first", 2: "", 3: "", 4: "second", 5: "second"}, boundaries, constant, {})
+    assert 4 not in moved and 5 not in moved  # nothing proves the Mul ran outside second
 
 
 @pytest.mark.unit

@@ -14,7 +14,7 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 
 Only what the values settle is used. A value equal to several node outputs takes, as a call's result,
 the first written after the call began; as an input, the one written before the result, and where
-several are, the call is not bounded; nor is a call that returned a value equal to one it took. A result whose value runs on
+several are, the first where the others pass it on unchanged (below), else the call is not bounded; nor is a call that returned a value equal to one it took. A result whose value runs on
 unchanged through nodes that change no element (a zero bias added, a cast to the same type) may end at
 any of them: those nodes are left to the other passes by both calls. A call with a value that tells
 nothing (a scalar, all one number) or that is not found is not bounded at all.
@@ -242,9 +242,12 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         before = [i for i in found if i < first] or [i for i in found if i == first]
         if not before:
             return None
-        if len(before) > 1:  # which one it took is not settled
-            return None
-        sources.append(before[0])
+        before.sort()
+        if not all(passes_on(later, earlier) for earlier, later in zip(before, before[1:])):
+            return None  # which one it took is not settled
+        sources.append(before[0])  # the value ran on unchanged: the call took the first, or one after it
+        sources.extend(before[1:])
+        unsure.update(before[1:])
         known[key] = before[0]
     results = []
     for key, array in outputs:
@@ -306,10 +309,11 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         if tag != module:
             moved[i] = tag
     for i, readers in made_for.items():
-        if i in node_modules and readers and any(reader in moved for reader in readers):
-            tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
-            if tag != node_modules[i]:
-                moved[i] = tag
+        if i not in node_modules or not readers:
+            continue
+        tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
+        if tag != node_modules[i] and any(reader in moved for reader in readers):
+            moved[i] = tag
     return moved
 
 
