@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
 from modelexport_core.sdk import (
+    BOUNDARY_KIND,
     EXPORTER_OPTION,
     ExportContext,
     GraphIndex,
@@ -23,9 +23,11 @@ from modelexport_core.sdk import (
     export_in_turn,
     export_torchscript,
     fill_missing_modules,
+    hold_call_boundaries,
     hold_call_containment,
     hold_causality,
 )
+from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
 
 if TYPE_CHECKING:  # the passes load when a model is tagged, not when the strategies are listed
     import onnx
@@ -34,9 +36,6 @@ if TYPE_CHECKING:  # the passes load when a model is tagged, not when the strate
     from modelexport_core.sdk import StreamedModel
 
     from .graph_values import ArrayReader
-
-BOUNDARY = "boundary"
-"""Evidence of a node placed by the values its module's calls took and returned."""
 
 MIN_WEIGHTS_FOUND = 0.5
 """Share of the model's non-constant weight tensors a graph must hold to be tagged as that model."""
@@ -149,13 +148,13 @@ class UsageBasedStrategy(TaggingStrategy):
         timely = hold_causality(graph, held.node_modules, first_call, reused, anchored)
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
-        bounded = _bounded(ctx, onnx_model, weights, node_modules, index.keys)
+        bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights)
         node_modules.update(bounded)
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
                          for i, module in propagation.modules.items()})
         evidence.update(dict.fromkeys(held.moved, CONTAINMENT))
-        evidence.update(dict.fromkeys(bounded, BOUNDARY))
+        evidence.update(dict.fromkeys(bounded, BOUNDARY_KIND))
         return TaggingResult(
             node_modules=node_modules,
             evidence=evidence,
@@ -170,32 +169,6 @@ class UsageBasedStrategy(TaggingStrategy):
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
-
-
-def _bounded(ctx: ExportContext, onnx_model: "onnx.ModelProto", weights: "Path | StreamedModel | None",
-             node_modules: dict[str, str], keys: list[str]) -> dict[str, str]:
-    """The nodes whose module the values crossing each call's boundary settle otherwise (``boundaries.py``), by
-    name; none where the model or the file cannot be run on the example."""
-    import torch
-
-    from modelexport_core.sdk import as_exported, intermediate_values
-
-    from .boundaries import call_regions, constant_nodes, hold_boundaries, made_for_readers, record_calls
-
-    try:
-        with torch.no_grad(), as_exported(_exporter_of(onnx_model)):
-            events = record_calls(ctx.model, lambda: ctx.module(*ctx.args))
-        values = intermediate_values(onnx_model, ctx.input_names, ctx.args, weights)
-    except Exception:  # noqa: BLE001 - without the values the other passes' tags stand
-        return {}
-    graph = onnx_model.graph
-    boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args])
-    del values
-    positions = {key: i for i, key in enumerate(keys)}
-    constant = constant_nodes(graph)
-    moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
-                            boundaries, constant, made_for_readers(graph, constant))
-    return {keys[i]: module for i, module in moved.items()}
 
 
 def called_modules(model: "torch.nn.Module") -> set[str]:

@@ -7,17 +7,22 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 
 - a call's *region* is the nodes its outputs were computed from, less the nodes its inputs were computed
   from, written after the last call result known when it began (exporters write nodes in the order they
-  ran); constant nodes (computed from no graph input) are left to the other passes;
+  ran), less the nodes whose value is also read outside the region other than through the call's results
+  (the exporter merged an equal computation of the caller's, such as a read of one tensor's size, into
+  one node); constant nodes (computed from no graph input) are left to the other passes;
 - a node inside the region of a call ran inside that call, so its module holds the node's tag
   (:func:`hold_boundaries` moves a tag outside it in); a node outside every region of a module whose every
   call was bounded did not run in that module (a tag inside it moves out to its parent).
 
+:func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
+
 Only what the values settle is used. A value equal to several node outputs takes, as a call's result,
 the first written after the call began; as an input, the one written before the result, and where
 several are, the first where the others pass it on unchanged (below), else the call is not bounded; nor is a call that returned a value equal to one it took. A result whose value runs on
-unchanged through nodes that change no element (a zero bias added, a cast to the same type) may end at
-any of them: those nodes are left to the other passes by both calls. A call with a value that tells
-nothing (a scalar, all one number) or that is not found is not bounded at all.
+unchanged through nodes computing from it, constants and integers alone (a zero bias added, a cast to the
+type it has, an expansion to the shape it has) may end at any of them: those nodes are left to the other passes by both calls. A call with a value that tells
+nothing (a scalar, all one number) or that is not found is not bounded at all, except an input of one number
+repeated that exactly one node of the file holds (a mask that masks nothing, built by the caller).
 """
 
 from __future__ import annotations
@@ -26,12 +31,21 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
-from modelexport_core.sdk import ValueIndex, common_ancestor, informative, is_ancestor, same_values
+from modelexport_core.format.tags import common_ancestor, is_ancestor
+from modelexport_core.format.value_index import ValueIndex, informative, same_values
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import onnx
     import torch
+
+    from modelexport_core.format.onnx_file import StreamedModel
+    from modelexport_core.plugin.strategy import ExportContext
+
+EVIDENCE_KIND = "boundary"
+"""The evidence a strategy names for a node :func:`hold_call_boundaries` placed."""
 
 Value = tuple[Hashable, "np.ndarray"]
 """A tensor as recorded: a key telling the tensor object and its version apart, and a copy of its elements."""
@@ -153,9 +167,19 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
     constant = constant_nodes(graph)
     index: ValueIndex[str] = ValueIndex()
+    uniform: dict[tuple, list[int]] = defaultdict(list)  # values of one number repeated: by shape, type, number
     for name, value in values.items():
-        if name in producer and hasattr(value, "dtype") and informative(value):
-            index.add(name, value)
+        if name in producer and hasattr(value, "dtype"):
+            if informative(value):
+                index.add(name, value)
+            elif (number := _uniform(value)) is not None:
+                uniform[number].append(producer[name])
+
+    readers: dict[int, list[int]] = defaultdict(list)
+    for i, node in enumerate(graph.node):
+        for name in node.input:
+            if name in producer:
+                readers[producer[name]].append(i)
 
     def ancestors(nodes: list[int]) -> set[int]:
         seen: set[int] = set()
@@ -168,9 +192,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         return seen
 
     def passes_on(later: int, earlier: int) -> bool:
-        """Whether node ``later`` computes from node ``earlier``'s output and constants alone."""
-        computed = [name for name in graph.node[later].input if name in producer and producer[name] not in constant]
-        return bool(computed) and all(producer[name] == earlier for name in computed)
+        """Whether node ``later`` computes from node ``earlier``'s output, constants and integer values (shapes,
+        indices) alone: equal to it, it passed it on."""
+        made = set(graph.node[earlier].output)
+        reads = [name for name in graph.node[later].input if name]
+        return any(name in made for name in reads) and all(
+            name in made or name not in producer or producer[name] in constant
+            or getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
+            for name in reads)
 
     def is_input(array: "np.ndarray") -> bool:
         return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
@@ -186,21 +215,55 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             begun.append((cursor, event.values))
             continue
         start, inputs = begun.pop()
-        region = _bound(event.values, inputs, (start, cursor), known, runs_on, index, producer, is_input, passes_on)
+        region = _bound(event.values, inputs, (start, cursor), known, runs_on, index, producer, is_input, passes_on,
+                        uniform)
         if region is None:
             unbounded.add(event.module)
             continue
         results, sources, unsure = region
         cursor = max(cursor, *results)
         nodes = {i for i in ancestors(results) - ancestors(sources) if i > start and i not in constant}
-        regions.append(CallRegion(event.module, nodes, unsure))
+        regions.append(CallRegion(event.module, _kept_inside(nodes, results, readers, producer, graph), unsure))
     return Boundaries(regions, unbounded)
+
+
+def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[int]], producer: dict[str, int],
+                 graph: "onnx.GraphProto") -> set[int]:
+    """``nodes`` less those whose value is read outside them other than through the call's results: such a
+    value was made outside the call and shared with it (the exporter merges equal computations, as the reads
+    of one tensor's size in a caller and in the call, into the first)."""
+    ends = set(results)
+    lowest = min(ends)
+    downstream: dict[int, bool] = {}
+
+    def after_results(reader: int) -> bool:  # whether ``reader`` computes from one of the results
+        if reader not in downstream:
+            seen, stack, found = set(), [reader], False
+            while stack and not found:
+                i = stack.pop()
+                if i in ends:
+                    found = True
+                elif i not in seen and i > lowest:
+                    seen.add(i)
+                    stack.extend(producer[name] for name in graph.node[i].input if name in producer)
+            downstream[reader] = found
+        return downstream[reader]
+
+    kept = set(nodes)
+    changed = True
+    while changed:
+        changed = False
+        for i in sorted(kept, reverse=True):
+            if i not in ends and any(r not in kept and not after_results(r) for r in readers.get(i, ())):
+                kept.discard(i)
+                changed = True
+    return kept
 
 
 def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
            runs_on: dict[Hashable, list[int]], index: ValueIndex[str], producer: dict[str, int],
            is_input: Callable[["np.ndarray"], bool], passes_on: Callable[[int, int], bool],
-           ) -> tuple[list[int], list[int], set[int]] | None:
+           uniform: dict[tuple, list[int]]) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing, is not found, or (an input) equals several values written before the call's result.
 
@@ -234,11 +297,19 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             sources.extend(runs_on.get(key, ()))
             unsure.update(runs_on.get(key, ()))
             continue
-        if is_input(array):
+        if is_input(array):  # the model's input, or a node passing it on (a view of it) before the call
+            passed = [producer[name] for name in index.find(array)] if informative(array) else []
+            passed = [i for i in passed if i < first]
+            sources.extend(passed)
+            unsure.update(passed)
             continue
-        if not informative(array):
-            return None
-        found = [producer[name] for name in index.find(array)]
+        if informative(array):
+            found = [producer[name] for name in index.find(array)]
+        else:  # one number repeated (a mask that masks nothing): only the one node holding it serves
+            number = _uniform(array)
+            found = uniform.get(number, []) if number is not None else []
+            if len(found) != 1:
+                return None
         before = [i for i in found if i < first] or [i for i in found if i == first]
         if not before:
             return None
@@ -249,6 +320,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         sources.extend(before[1:])
         unsure.update(before[1:])
         known[key] = before[0]
+        runs_on[key] = before[1:]
     results = []
     for key, array in outputs:
         if key in known:
@@ -271,6 +343,18 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     return results, sources, unsure
 
 
+def _uniform(value: "np.ndarray") -> tuple | None:
+    """Shape, element type and the number of a value of two or more elements all one finite number; else None."""
+    import numpy as np
+
+    if value.size < 2 or value.dtype.kind not in "fiub":
+        return None
+    first = value.reshape(-1)[0]
+    if value.dtype.kind == "f" and not np.isfinite(first):
+        return None
+    return (value.shape, value.dtype.str, first.item()) if bool(np.all(value == first)) else None
+
+
 def _after(names: list[str], producer: dict[str, int], start: int, inner: int) -> list[int]:
     """The nodes holding a call's result, in graph order: written after the call began (``start``), and, where
     one is, at or after the last result of the calls it made (``inner``): a result that barely changed its
@@ -286,7 +370,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     ``node_modules``: each node's module by position; ``skipped``: nodes these rules leave alone (constants);
     ``made_for``: the constants the exporter made for their readers (computed from no weight), with their
     readers: where a reader moves, such a constant goes to the module holding all its readers. A node inside
-    regions of two calls neither of which holds the other (a value the exporter shared) is not bounded in.
+    regions of two calls neither of which holds the other (a value the exporter shared, a module instance
+    registered under two parents) is left as it is.
     """
     inside: dict[int, list[str]] = defaultdict(list)
     for region in boundaries.regions:
@@ -297,15 +382,20 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     for i, module in node_modules.items():
         if i in skipped:
             continue
-        tag = module
-        parts = tag.split(".") if tag else []
-        for depth in range(len(parts), 0, -1):  # out of every module whose calls all ran without it
-            held = bounding.get(".".join(parts[:depth]))
-            if held is not None and i not in held:
-                tag = ".".join(parts[:depth - 1])
-        deepest = _deepest(inside.get(i, []))
-        if deepest is not None and not is_ancestor(deepest, tag):
-            tag = deepest
+        containing = inside.get(i, [])
+        deepest = _deepest(containing)
+        if containing and deepest is None:
+            continue  # regions of calls on two lines of the tree hold it (a module shared under two parents)
+        if deepest is not None and not is_ancestor(deepest, module):
+            tag = deepest  # into the deepest call that ran it
+        else:
+            tag = module
+            parts = tag.split(".") if tag else []
+            floor = len(deepest.split(".")) if deepest else 0
+            for depth in range(len(parts), floor, -1):  # out of every module below it whose calls all ran without it
+                held = bounding.get(".".join(parts[:depth]))
+                if held is not None and i not in held:
+                    tag = ".".join(parts[:depth - 1])
         if tag != module:
             moved[i] = tag
     for i, readers in made_for.items():
@@ -326,3 +416,37 @@ def _deepest(modules: list[str]) -> str | None:
         elif not is_ancestor(module, deepest):
             return None
     return deepest
+
+
+def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", node_modules: dict[str, str],
+                         exporter: str, weights: "Path | StreamedModel | None" = None,
+                         values: dict[str, "np.ndarray"] | None = None) -> dict[str, str]:
+    """The nodes (by name) whose module the values crossing each module call's boundary settle otherwise, with
+    that module; none where the model or the file cannot run on ``ctx.args``. Constants keep the strategy's
+    tags, except where their readers moved.
+
+    The model runs once more as ``exporter`` ran it; ``values``: the file's node outputs on ``ctx.args``
+    where the strategy has them (else onnxruntime computes them, the weights taken from ``weights`` for a
+    graph loaded without them).
+    """
+    import torch
+
+    from modelexport_core.export.exporters import as_exported
+    from modelexport_core.format.graph import GraphIndex
+    from modelexport_core.format.intermediate import intermediate_values
+
+    try:
+        with torch.no_grad(), as_exported(exporter):
+            events = record_calls(ctx.model, lambda: ctx.module(*ctx.args))
+        if values is None:
+            values = intermediate_values(onnx_model, ctx.input_names, ctx.args, weights)
+    except Exception:  # noqa: BLE001 - without the values the strategy's tags stand
+        return {}
+    graph = onnx_model.graph
+    boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args])
+    keys = GraphIndex.of(graph).keys
+    positions = {key: i for i, key in enumerate(keys)}
+    constant = constant_nodes(graph)
+    moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
+                            boundaries, constant, made_for_readers(graph, constant))
+    return {keys[i]: module for i, module in moved.items()}
