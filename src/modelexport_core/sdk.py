@@ -7,7 +7,8 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
   and the errors a strategy raises (``StrategyUnavailable``, ``StrategyFailed``, ``ModelMismatchError``);
 - module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
-  ``EVIDENCE_KIND``), ``hold_call_boundaries`` (and ``BOUNDARY_KIND``); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
+  ``EVIDENCE_KIND``), ``hold_call_boundaries`` (and ``BOUNDARY_KIND``),
+  ``tensors_in`` (the tensors in a call's arguments or outputs); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
   ``StreamedTensor``, ``StreamedModel``; values: ``value_checksum``, ``value_fingerprint``, ``ExactValues``,
   ``intermediate_values`` (every node output of a file, computed by onnxruntime), ``ValueIndex`` with ``informative``, ``faded``,
   ``identical``, ``same_values``, ``measure``, ``transposed_measure``, ``may_be_same``, ``summary``, ``scale`` (finding
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from modelexport_core.errors import ModelMismatchError, first_line
 from modelexport_core.export.boundaries import EVIDENCE_KIND as BOUNDARY_KIND
-from modelexport_core.export.boundaries import hold_call_boundaries
+from modelexport_core.export.boundaries import hold_call_boundaries, tensors_in
 from modelexport_core.export.containment import EVIDENCE_KIND, hold_call_containment, hold_causality
 from modelexport_core.export.exporters import as_exported, export_dynamo, export_torchscript
 from modelexport_core.format.checksum import ExactValues, value_checksum, value_fingerprint
@@ -110,6 +111,7 @@ __all__ = [
     "save_with_initializers",
     "stub_file",
     "takes_keywords",
+    "tensors_in",
     "tensor_value",
     "value_checksum",
     "value_fingerprint",

@@ -85,17 +85,18 @@ class Boundaries:
         return {module: nodes for module, nodes in held.items() if module not in self.unbounded}
 
 
-def _tensors(value: Any) -> Iterator["torch.Tensor"]:
+def tensors_in(value: Any) -> Iterator["torch.Tensor"]:
+    """Every tensor in a value, through tuples, lists and dicts (a call's arguments, a model output), in order."""
     import torch
 
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _tensors(item)
+            yield from tensors_in(item)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _tensors(item)
+            yield from tensors_in(item)
 
 
 def _copy(tensor: "torch.Tensor") -> "np.ndarray":
@@ -110,7 +111,7 @@ def record_calls(model: "torch.nn.Module", run: Callable[[], object]) -> list[Ev
     alive: list[Any] = []  # the tensors seen stay alive, so no later tensor takes one's identity
 
     def values(found: Any) -> tuple[Value, ...]:
-        tensors = list(_tensors(found))
+        tensors = list(tensors_in(found))
         alive.extend(tensors)
         return tuple(((id(t), t._version), _copy(t)) for t in tensors)
 

@@ -13,7 +13,7 @@ write no node for (dropout in eval, ``contiguous``): the projection passes over 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from modelexport_core.sdk import ExportContext
 
-from modelexport_core.sdk import as_exported
+from modelexport_core.sdk import as_exported, tensors_in
 
 INPUT_PREFIX = "input:"
 """Records of the model inputs have this op name followed by the input's name."""
@@ -144,19 +144,6 @@ class Trace:
         return result
 
 
-def _tensors(value: Any) -> Iterator["torch.Tensor"]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-
-
 def _op_name(func: Any) -> str:
     name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
     return str(name)
@@ -176,7 +163,7 @@ def _mutates(op: str, args: tuple, kwargs: dict) -> list[Any]:
     if args and (in_place or kwargs.get("inplace") is True or (len(args) > 1 and args[-1] is True)):
         written.append(args[0])
     if kwargs.get("out") is not None:
-        written.extend(_tensors(kwargs["out"]))
+        written.extend(tensors_in(kwargs["out"]))
     return written
 
 
@@ -259,14 +246,14 @@ class _Recorder:
         if op.rpartition(".")[2] in VALUE_READS and args and isinstance(args[0], torch.Tensor):
             self.record_value_read(args[0])
             return
-        outputs = list(_tensors(result))
+        outputs = list(tensors_in(result))
         if not outputs and _mutates_first_argument(op) and args and hasattr(args[0], "detach"):
             outputs = [args[0]]
         if not outputs:
             return
         sources: list[int] = []
         params: list[str] = []
-        for tensor in _tensors((args, kwargs)):
+        for tensor in tensors_in((args, kwargs)):
             key = id(tensor)
             if key in self.param_ids:
                 if self.param_ids[key] not in params:
@@ -276,7 +263,7 @@ class _Recorder:
             self.alive.append(tensor)
         record = OpRecord(len(self.records), op, tuple(self.stack), tuple(sources), tuple(params))
         if not _mutates_first_argument(op):
-            argument_ids = {id(t) for t in _tensors((args, kwargs))}
+            argument_ids = {id(t) for t in tensors_in((args, kwargs))}
             record.alias = any(id(t) in argument_ids for t in outputs)
         for tensor in outputs:
             try:
