@@ -106,14 +106,31 @@ def _copy(tensor: "torch.Tensor") -> "np.ndarray":
 
 def record_calls(model: "torch.nn.Module", run: Callable[[], object]) -> list[Event]:
     """Run ``run()`` with hooks on every module of ``model``: each call's tensor inputs as it begins, its tensor
-    outputs as it ends. Tensors are told apart by object and version (an in-place op makes a new version)."""
+    outputs as it ends. Tensors are told apart by object and version (an in-place op makes a new version);
+    each tensor version is copied once, however many calls take or return it (a caller's input is most often
+    its first child's too), and no tensor is kept alive for it: an object that died and one that took its
+    identity get different keys."""
+    import weakref
+
     events: list[Event] = []
-    alive: list[Any] = []  # the tensors seen stay alive, so no later tensor takes one's identity
+    copies: dict[Hashable, "np.ndarray"] = {}
+    objects: dict[int, tuple[int, weakref.ref]] = {}  # id -> (how many objects had it, the last of them)
+
+    def key(tensor: "torch.Tensor") -> Hashable:
+        number, ref = objects.get(id(tensor), (-1, None))
+        if ref is None or ref() is not tensor:
+            number += 1
+            objects[id(tensor)] = (number, weakref.ref(tensor))
+        return id(tensor), number, tensor._version
 
     def values(found: Any) -> tuple[Value, ...]:
-        tensors = list(tensors_in(found))
-        alive.extend(tensors)
-        return tuple(((id(t), t._version), _copy(t)) for t in tensors)
+        recorded = []
+        for tensor in tensors_in(found):
+            name = key(tensor)
+            if name not in copies:
+                copies[name] = _copy(tensor)
+            recorded.append((name, copies[name]))
+        return tuple(recorded)
 
     handles = []
     for qualname, module in model.named_modules():
