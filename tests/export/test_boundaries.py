@@ -101,3 +101,139 @@ def test_a_call_returning_what_it_took_is_not_bounded():
     boundaries = call_regions(graph, values, events, [x])
     assert "second" in boundaries.unbounded
     assert all(region.module != "second" for region in boundaries.regions)
+
+
+def _run(nodes: list[onnx.NodeProto], x: np.ndarray, weights: dict[str, np.ndarray] | None = None
+         ) -> tuple[onnx.GraphProto, dict[str, np.ndarray]]:
+    """A graph of ``nodes`` on the input x, and the value of every node output on ``x``."""
+    from onnx.reference import ReferenceEvaluator
+
+    outputs = [name for node in nodes for name in node.output]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in outputs],
+        [numpy_helper.from_array(value, name) for name, value in (weights or {}).items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    found = ReferenceEvaluator(model).run(None, {"x": x})
+    return graph, dict(zip(outputs, found))
+
+
+X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -3.0]], dtype=np.float32)
+
+
+def test_a_computation_the_caller_reads_too_is_left_where_it_is():
+    """first computes tanh(x) and sin of it; the caller computes cos of tanh(x): the exporter merged the two tanh
+    into one node, so the values cannot say whether first or its caller ran it."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Sin", ["t"], ["r1"]),
+                          helper.make_node("Cos", ["t"], ["r2"])], X)
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("r1", values["r1"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 0 in boundaries.loose
+    assert 0 not in hold_boundaries({0: "first", 1: "first", 2: ""}, boundaries, set(), {})
+
+
+def test_size_arithmetic_a_call_reads_from_before_it_began_other_than_its_inputs_is_left_where_it_is():
+    """second expands a weight to the size of tanh(x), read before it began, though it took only x: an exporter
+    moved the size read up (merged with an equal one), so where it ran is not settled."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),
+                          helper.make_node("Sin", ["t"], ["r1"]), helper.make_node("Expand", ["w", "s"], ["e"])],
+                         X, {"w": np.array([1.0, 2.0, 3.0], dtype=np.float32)})
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("r1", values["r1"]),)),
+              Event(True, "second", (("x", X),)), Event(False, "second", (("e", values["e"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 1 in boundaries.loose
+    assert 1 not in hold_boundaries({0: "first", 1: "second", 2: "first", 3: "second"}, boundaries, set(), {})
+
+
+def test_a_result_equal_to_two_unrelated_values_bounds_nothing():
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Abs", ["x"], ["b"]),
+                          helper.make_node("Relu", ["x"], ["c"])], X)
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("c", values["c"]),))]
+    assert "first" in call_regions(graph, values, events, [X]).unbounded  # a or c: not settled
+
+
+def test_of_equal_values_a_result_is_the_first_where_the_others_were_computed_from_it():
+    """second returns relu(x) + 1 (node 3); a later value computed from it, exp(log(it)) (node 5), equals it."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sin", ["x"], ["b"]),
+                          helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.float32(1.0))),
+                          helper.make_node("Add", ["a", "one"], ["c"]), helper.make_node("Log", ["c"], ["d"]),
+                          helper.make_node("Exp", ["d"], ["e"])], X)
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("b", values["b"]),)),
+              Event(True, "second", (("x", X),)), Event(False, "second", (("c", values["c"]),))]
+    regions = {region.module: region for region in call_regions(graph, values, events, [X]).regions}
+    assert regions["second"].nodes == {3}
+
+
+def test_a_node_holding_an_earlier_calls_result_holds_no_later_calls_result():
+    """first returns relu(x), passed on by a zero added (node 1); second returns a new tensor equal to it,
+    computed from it (zeros made from a value added, node 4): its result is node 4, not the node passing first's
+    result on."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Add", ["a", "zero"], ["a2"]),
+                          helper.make_node("Sin", ["a2"], ["s"]), helper.make_node("Sub", ["s", "s"], ["z"]),
+                          helper.make_node("Add", ["a2", "z"], ["c"])], X, {"zero": np.zeros(3, dtype=np.float32)})
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("a", values["a"]),)),
+              Event(True, "second", (("x", X),)), Event(False, "second", (("c", values["c"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "second" not in boundaries.unbounded and 4 in regions["second"].nodes
+
+
+def test_a_new_tensor_equal_to_a_result_of_a_call_it_made_bounds_nothing():
+    """outer calls inner (relu) and returns a new tensor equal to inner's result, computed after it (zeros made
+    from x added): which node holds outer's result is not settled."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sub", ["x", "x"], ["z"]),
+                          helper.make_node("Add", ["a", "z"], ["b"])], X)
+    events = [Event(True, "outer", (("x", X),)), Event(True, "outer.inner", (("x", X),)),
+              Event(False, "outer.inner", (("a", values["a"]),)), Event(False, "outer", (("b", values["b"]),))]
+    assert "outer" in call_regions(graph, values, events, [X]).unbounded
+
+
+def test_the_nodes_holding_a_value_a_call_returned_as_it_took_it_are_left_where_they_are():
+    """A norm at its initial statistics returns what it took: an exporter that fused it into the layer before
+    names the node after either call."""
+    graph, values, x = _graph()
+    events = _events(values, x)
+    events[4] = Event(False, "second", (("second result", values["a"].copy()),))
+    boundaries = call_regions(graph, values, events, [x])
+    assert {0, 1} <= boundaries.unplaced
+    constant = constant_nodes(graph)
+    moved = hold_boundaries({0: "", 1: "", 2: "", 3: "", 4: ""}, boundaries, constant, {})
+    assert 0 not in moved  # first's region holds the Relu, but first is not settled as the call that ran it
+
+
+def test_what_shaped_a_value_passed_on_unchanged_is_not_settled():
+    """The call takes tanh(x), written on as a reshape to its own size (its Shape read, then the Reshape): the
+    reshape, and the size read feeding it, may be the caller's or the call's."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),
+                          helper.make_node("Reshape", ["t", "s"], ["v"]), helper.make_node("Sin", ["v"], ["r"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "call", (("t", values["t"].copy()),)),
+              Event(False, "call", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert {1, 2} <= boundaries.unplaced  # pulled into no call, pushed out of neither
+    assert hold_boundaries({0: "", 1: "call", 2: "call", 3: "call"}, boundaries, set(), {}) == {}
+    assert hold_boundaries({0: "", 1: "", 2: "", 3: "call"}, boundaries, set(), {}) == {}
+
+
+def test_a_call_given_numbers_leaves_the_integer_arithmetic_it_reads():
+    """The caller reads a size and hands the call a number; the call expands a weight to it."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),
+                          helper.make_node("Expand", ["w", "s"], ["e"])], X,
+                         {"w": np.array([1.0, 2.0, 3.0], dtype=np.float32)})
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("t", values["t"]),)),
+              Event(True, "code", (), numbers=(2.0, 3.0)), Event(False, "code", (("e", values["e"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["code"].nodes == {2} and 1 in boundaries.unplaced
+    assert 1 not in hold_boundaries({0: "first", 1: "", 2: "code"}, boundaries, set(), {})
+
+
+def test_integers_computed_from_the_models_inputs_alone_are_not_placed():
+    """A dynamo file reads an input's sizes once, at the top; a TorchScript file where they are used."""
+    graph, values = _run([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Tanh", ["x"], ["t"]),
+                          helper.make_node("Expand", ["w", "s"], ["e"]), helper.make_node("Add", ["t", "e"], ["r"])],
+                         X, {"w": np.array([1.0, 2.0, 3.0], dtype=np.float32)})
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 0 in boundaries.unplaced and 0 not in hold_boundaries({0: "", 1: "first", 2: "first", 3: "first"},
+                                                               boundaries, set(), {})

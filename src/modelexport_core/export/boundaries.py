@@ -7,22 +7,41 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 
 - a call's *region* is the nodes its outputs were computed from, less the nodes its inputs were computed
   from, written after the last call result known when it began (exporters write nodes in the order they
-  ran), less the nodes whose value is also read outside the region other than through the call's results
-  (the exporter merged an equal computation of the caller's, such as a read of one tensor's size, into
-  one node); constant nodes (computed from no graph input) are left to the other passes;
+  ran); constant nodes (computed from no graph input) are left to the other passes;
 - a node inside the region of a call ran inside that call, so its module holds the node's tag
   (:func:`hold_boundaries` moves a tag outside it in); a node outside every region of a module whose every
   call was bounded did not run in that module (a tag inside it moves out to its parent).
 
 :func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
 
-Only what the values settle is used. A value equal to several node outputs takes, as a call's result,
-the first written after the call began; as an input, the one written before the result, and where
-several are, the first where the others pass it on unchanged (below), else the call is not bounded; nor is a call that returned a value equal to one it took. A result whose value runs on
-unchanged through nodes computing from it, constants and integers alone (a zero bias added, a cast to the
-type it has, an expansion to the shape it has) may end at any of them: those nodes are left to the other passes by both calls. A call with a value that tells
-nothing (a scalar, all one number) or that is not found is not bounded at all, except an input of one number
-repeated that exactly one node of the file holds (a mask that masks nothing, built by the caller).
+Only what the values settle is used. A call is not bounded where a value tells nothing (a scalar, all one
+number; except an input of one number repeated that exactly one node of the file holds: a mask that masks
+nothing, built by the caller) or is not found; where an input equals several values written before the
+result, unless each later one passes the first on unchanged; where a result equals several values written
+after the call began (less those holding results of calls that ended before it began), unless each later one
+passes the first on or is computed from it (a later call's value, as a block scaled near zero returns) and
+the first is no result of a call it made (a norm at its initial statistics returns a new tensor equal to its
+child's result); where a result equals a value the call took. A value runs on unchanged through nodes
+computing from it, constants and integers alone (a zero bias added, a cast to the type it has, an expansion
+to the shape it has): a call may have taken or returned it at any of them.
+
+Some nodes of a region ran in the call or in its caller; the values do not say which, so they are pulled
+into no call (:attr:`Boundaries.unplaced`) and not pushed out of that call's module:
+
+- a value the call took that ran on unchanged, and what shaped it (the sizes of a view);
+- integers computed from the model's inputs alone (exporters read an input's sizes where they are used, or
+  once at the top of the file);
+- in a call given numbers that are not tensors (sizes, read from a tensor, that the hooks do not see), the
+  integer arithmetic giving values equal to them;
+- where a call returned a new tensor equal to what it took (a norm at its initial statistics, which an
+  exporter fuses into the layer before it), the nodes holding that value.
+
+Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are):
+
+- nodes of a region whose value is also read outside it other than through the call's results (the
+  exporter merged an equal computation of the caller's or of a later call into one node);
+- integer arithmetic written before the call began that the call read other than through its inputs (an
+  exporter moves size computations up, merged with an earlier equal one).
 """
 
 from __future__ import annotations
@@ -58,6 +77,9 @@ class Event:
     begins: bool
     module: str
     values: tuple[Value, ...]
+    numbers: tuple[float, ...] = ()
+    """The numbers the call took that are not tensors (sizes read from a tensor, when exported, are nodes of
+    the file whose values the hooks do not see)."""
 
 
 @dataclass
@@ -75,6 +97,11 @@ class Boundaries:
 
     regions: list[CallRegion]
     unbounded: set[str]
+    loose: set[int] = field(default_factory=set)
+    """Nodes whose call the values do not settle at all: left as the strategy tagged them."""
+    unplaced: set[int] = field(default_factory=set)
+    """Nodes that ran in a call or in its caller: pulled into no call (still moved out of a module none of whose
+    calls holds them)."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -135,7 +162,7 @@ def record_calls(model: "torch.nn.Module", run: Callable[[], object]) -> list[Ev
     handles = []
     for qualname, module in model.named_modules():
         def begin(_: object, args: tuple, kwargs: dict, name: str = qualname) -> None:
-            events.append(Event(True, name, values((args, kwargs))))
+            events.append(Event(True, name, values((args, kwargs)), tuple(_numbers_in((args, kwargs)))))
 
         def end(_: object, args: tuple, kwargs: dict, output: object, name: str = qualname) -> None:
             events.append(Event(False, name, values(output)))
@@ -199,15 +226,22 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if name in producer:
                 readers[producer[name]].append(i)
 
-    def ancestors(nodes: list[int]) -> set[int]:
+    def ancestors(nodes: list[int] | set[int], floor: int = -1, within: set[int] | None = None) -> set[int]:
+        """``nodes`` and the nodes they are computed from, written after ``floor`` (nodes are in topological
+        order, so every path from a node after it to one after it stays after it), through ``within`` alone."""
         seen: set[int] = set()
-        stack = list(nodes)
+        stack = [i for i in nodes if i > floor]
         while stack:
             i = stack.pop()
             if i not in seen:
                 seen.add(i)
-                stack.extend(producer[name] for name in graph.node[i].input if name in producer)
+                stack.extend(j for name in graph.node[i].input if name in producer and (j := producer[name]) > floor
+                             and (within is None or j in within))
         return seen
+
+    def descends(later: int, earlier: int) -> bool:
+        """Whether node ``later`` is computed from node ``earlier``'s output."""
+        return earlier in ancestors([later], earlier - 1)
 
     def passes_on(later: int, earlier: int) -> bool:
         """Whether node ``later`` computes from node ``earlier``'s output, constants and integer values (shapes,
@@ -222,27 +256,110 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     def is_input(array: "np.ndarray") -> bool:
         return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
 
+    # integers computed from the model's inputs alone (their sizes, integer inputs): exporters read them where
+    # they are used or once at the top, so no call's values place them
+    integer = {i for i, node in enumerate(graph.node)
+               if all(getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
+                      for name in node.output if name)}
+    of_inputs = _size_arithmetic(set(range(len(graph.node))), graph, producer, values, closed=True) - constant
     known: dict[Hashable, int] = {}  # a tensor seen before: the node that made it
     runs_on: dict[Hashable, list[int]] = {}  # the nodes its value runs on unchanged through
     cursor = -1  # the last call result found so far
-    begun: list[tuple[int, tuple[Value, ...]]] = []
+    begun: list[tuple[int, tuple[Value, ...], tuple[float, ...], int]] = []
+    claimed: dict[int, int] = {}  # the nodes holding calls' results, each with the number claimed before it
     regions: list[CallRegion] = []
     unbounded: set[str] = set()
+    loose: set[int] = set()
+    unplaced: set[int] = set()
     for event in events:
         if event.begins:
-            begun.append((cursor, event.values))
+            begun.append((cursor, event.values, event.numbers, len(claimed)))
             continue
-        start, inputs = begun.pop()
+        start, inputs, numbers, mark = begun.pop()
+        returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
+                    if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)]
+        if returned:  # a result equal to what the call took: not bounded; where it is a new tensor, which of
+            unbounded.add(event.module)  # two calls a node holding it ran in is not settled (an exporter fuses
+            for key, given_key in returned:  # a norm at its initial statistics into the layer before it)
+                if key != given_key and given_key in known:
+                    unplaced.update([known[given_key], *runs_on.get(given_key, ())])
+            continue
         region = _bound(event.values, inputs, (start, cursor), known, runs_on, index, producer, is_input, passes_on,
-                        uniform)
+                        uniform, (claimed, mark), descends)
         if region is None:
             unbounded.add(event.module)
             continue
         results, sources, unsure = region
         cursor = max(cursor, *results)
-        nodes = {i for i in ancestors(results) - ancestors(sources) if i > start and i not in constant}
-        regions.append(CallRegion(event.module, _kept_inside(nodes, results, readers, producer, graph), unsure))
-    return Boundaries(regions, unbounded)
+        before = ancestors([i for i in sources if i not in unsure], start)
+        nodes = ancestors(results, start) - before - constant
+        # ran in the call or in its caller (neither pulled in nor pushed out of the call): a value passed on
+        # unchanged and what shaped it (a view's sizes); integers computed from the model's inputs alone; in a
+        # call given numbers, the integer arithmetic giving numbers equal to them
+        doubtful = ancestors([i for i in sources if i in unsure], start) - before - constant
+        doubtful |= nodes & of_inputs
+        if numbers:
+            doubtful |= _giving_numbers(nodes, numbers, graph, producer, values)
+        # where they ran is not settled at all: integer arithmetic written before the call began that it read
+        # other than through its inputs (an exporter moves size computations up, merged with an earlier equal
+        # one), and nodes whose value is read outside the region other than through its results (a
+        # computation the exporter merged)
+        frontier = {producer[name] for i in nodes for name in graph.node[i].input
+                    if name in producer and producer[name] <= start and producer[name] in integer} - constant
+        early = ancestors(frontier - set(sources), within=integer) - ancestors(sources) - constant
+        kept = _kept_inside(nodes, results, readers, producer, graph)
+        loose |= (nodes - kept - doubtful) | early
+        kept -= doubtful
+        regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early))
+        unplaced |= doubtful
+    return Boundaries(regions, unbounded, loose, unplaced)
+
+
+def _numbers_in(value: Any) -> Iterator[float]:
+    """The numbers in a call's arguments that are not tensors (nor flags), through tuples, lists and dicts."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _numbers_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _numbers_in(item)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield value
+
+
+def _giving_numbers(nodes: set[int], numbers: tuple[float, ...], graph: "onnx.GraphProto",
+                    producer: dict[str, int], values: dict[str, "np.ndarray"]) -> set[int]:
+    """The integer arithmetic of ``nodes`` (:func:`_size_arithmetic`) giving a value every element of which is
+    one of ``numbers`` (a size, or the sizes of a shape, handed over), and the arithmetic it is computed from."""
+    arithmetic = _size_arithmetic(nodes, graph, producer, values)
+    given = set(numbers)
+    giving = [i for i in arithmetic for name in graph.node[i].output
+              if 0 < getattr(values.get(name), "size", 0) <= len(numbers)
+              and all(float(v) in given for v in values[name].reshape(-1))]
+    found: set[int] = set()
+    stack = giving
+    while stack:
+        i = stack.pop()
+        if i not in found:
+            found.add(i)
+            stack.extend(j for name in graph.node[i].input if name in producer and (j := producer[name]) in arithmetic)
+    return found
+
+
+def _size_arithmetic(nodes: set[int], graph: "onnx.GraphProto", producer: dict[str, int],
+                     values: dict[str, "np.ndarray"], closed: bool = False) -> set[int]:
+    """The nodes of ``nodes`` computing integers from integers of ``nodes`` alone, or from values outside
+    them (``closed``: from graph inputs and ``nodes`` alone): in a call that took numbers, such nodes may have
+    computed those numbers for the caller."""
+    pure: set[int] = set()
+    for i in sorted(nodes):
+        node = graph.node[i]
+        if all(getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
+               for name in node.output if name) and all(
+                producer[name] in pure for name in node.input
+                if name in producer and (closed or producer[name] in nodes)):
+            pure.add(i)
+    return pure
 
 
 def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[int]], producer: dict[str, int],
@@ -281,18 +398,22 @@ def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[in
 def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
            runs_on: dict[Hashable, list[int]], index: ValueIndex[str], producer: dict[str, int],
            is_input: Callable[["np.ndarray"], bool], passes_on: Callable[[int, int], bool],
-           uniform: dict[tuple, list[int]]) -> tuple[list[int], list[int], set[int]] | None:
+           uniform: dict[tuple, list[int]], claims: tuple[dict[int, int], int], descends: Callable[[int, int], bool]
+           ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing, is not found, or (an input) equals several values written before the call's result.
 
     ``span``: the last call result found before the call began, and before it ended (the results of the calls
     it made): its own results are written after the first, and after the second where such a node holds them.
+    ``claims``: the nodes holding calls' results (and nodes passing them on), each with the number claimed
+    before it, and that number when this call began: a node claimed by a call that ended before it began holds
+    no new result of it. Of several nodes equal to a result, the first is taken where every other is computed
+    from it (a later call's value, as a block scaled near zero returns) and it is no result of a call made
+    inside (a norm at its initial statistics returns a new tensor equal to its child's result); else the
+    call is not bounded.
     """
     start, inner = span
-    taken = [array for _, array in inputs]
-    if any(same_values(array, given) for _, array in outputs for given in taken
-           if given.shape == array.shape and given.dtype == array.dtype):
-        return None  # a result equal to what the call took: which of the two a node holds is not settled
+    claimed, mark = claims
     firsts = []
     for key, array in outputs:
         if key in known:
@@ -300,7 +421,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             continue
         if not informative(array):
             return None
-        later = _after(index.find(array), producer, start, inner)
+        later = [i for i in _after(index.find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
         if not later:
             return None
         firsts.append(later[0])
@@ -340,15 +461,14 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         known[key] = before[0]
         runs_on[key] = before[1:]
     results = []
+    mine: list[int] = []
     for key, array in outputs:
         if key in known:
             results.append(known[key])
             unsure.update(runs_on.get(key, ()))
             continue
-        candidates = _after(index.find(array), producer, start, inner)
+        candidates = [i for i in _after(index.find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
         node = candidates[0]
-        known[key] = node
-        results.append(node)
         chain = []
         while True:
             following = [i for i in candidates if i > node and passes_on(i, node)]
@@ -356,8 +476,16 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
                 break
             node = following[0]
             chain.append(node)
+        others = [i for i in candidates[1:] if i not in chain]
+        if others and (candidates[0] in claimed or not all(descends(i, candidates[0]) for i in others)):
+            return None  # equal to values the call may have returned, none computed from the first: not settled
+        mine.extend([candidates[0], *chain])
+        known[key] = candidates[0]
+        results.append(candidates[0])
         runs_on[key] = chain
         unsure.update(chain)
+    for i in mine:
+        claimed.setdefault(i, len(claimed))
     return results, sources, unsure
 
 
@@ -398,9 +526,9 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     bounding = boundaries.bounding
     moved: dict[int, str] = {}
     for i, module in node_modules.items():
-        if i in skipped:
+        if i in skipped or i in boundaries.loose:
             continue
-        containing = inside.get(i, [])
+        containing = inside.get(i, []) if i not in boundaries.unplaced else []
         deepest = _deepest(containing)
         if containing and deepest is None:
             continue  # regions of calls on two lines of the tree hold it (a module shared under two parents)
@@ -453,9 +581,15 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     from modelexport_core.format.graph import GraphIndex
     from modelexport_core.format.intermediate import intermediate_values
 
+    def recorded(as_run: str | None) -> list[Event]:
+        with torch.no_grad(), as_exported(as_run):
+            return record_calls(ctx.model, lambda: ctx.module(*ctx.args))
+
     try:
-        with torch.no_grad(), as_exported(exporter):
-            events = record_calls(ctx.model, lambda: ctx.module(*ctx.args))
+        try:
+            events = recorded(exporter)
+        except Exception:  # noqa: BLE001 - the exporter's path does not run eagerly (code reading traced sizes)
+            events = recorded(None)
         if values is None:
             values = intermediate_values(onnx_model, ctx.input_names, ctx.args, weights)
     except Exception:  # noqa: BLE001 - without the values the strategy's tags stand
