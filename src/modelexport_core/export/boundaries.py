@@ -306,7 +306,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # computation the exporter merged)
         frontier = {producer[name] for i in nodes for name in graph.node[i].input
                     if name in producer and producer[name] <= start and producer[name] in integer} - constant
-        early = ancestors(frontier - set(sources), within=integer) - ancestors(sources) - constant
+        early = ancestors(frontier - set(sources), within=integer) - constant
+        if early:
+            early -= ancestors(sources)
         kept = _kept_inside(nodes, results, readers, producer, graph)
         loose |= (nodes - kept - doubtful) | early
         kept -= doubtful
