@@ -13,8 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
 from modelexport_core.sdk import (
-    BOUNDARY_KIND,
     EXPORTER_OPTION,
     ExportContext,
     ModelMismatchError,
@@ -26,11 +26,9 @@ from modelexport_core.sdk import (
     export_in_turn,
     export_torchscript,
     first_line,
-    hold_call_boundaries,
     hold_call_containment,
     hold_causality,
 )
-from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
 
 if TYPE_CHECKING:
     import numpy as np
@@ -153,15 +151,11 @@ class HTPStrategy(TaggingStrategy):
         timely = hold_causality(onnx_model.graph, held.node_modules, first_call, reused, anchored)
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
-        bounded = hold_call_boundaries(traced_ctx, onnx_model, node_modules, exporter, values=values)
-        node_modules.update(bounded)
         details = _details(ctx, trace, projection, how, exporter)
         details["analysed_inputs"] = {name: list(arg.shape) for name, arg in zip(ctx.input_names, traced_ctx.args)}
         details["containment_moved"] = len(held.moved)
-        details["boundary_moved"] = len(bounded)
         evidence = {key: _EVIDENCE.get(kind, kind) for key, kind in how.items()}
         evidence.update(dict.fromkeys(held.moved, CONTAINMENT))
-        evidence.update(dict.fromkeys(bounded, BOUNDARY_KIND))
         return TaggingResult(node_modules=node_modules, exporter=exporter, also=also, details=details, evidence=evidence)
 
 
