@@ -256,12 +256,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     def is_input(array: "np.ndarray") -> bool:
         return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
 
-    # integers computed from the model's inputs alone (their sizes, integer inputs): exporters read them where
-    # they are used or once at the top, so no call's values place them
-    integer = {i for i, node in enumerate(graph.node)
+    integer = {i for i, node in enumerate(graph.node)  # the nodes computing integers (sizes, indices, flags)
                if all(getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
                       for name in node.output if name)}
-    of_inputs = _size_arithmetic(set(range(len(graph.node))), graph, producer, values, closed=True) - constant
+    # integers computed from the model's inputs alone (their sizes, integer inputs): exporters read them where
+    # they are used or once at the top, so no call's values place them
+    of_inputs = _size_arithmetic(set(range(len(graph.node))), graph, producer, integer, closed=True) - constant
     known: dict[Hashable, int] = {}  # a tensor seen before: the node that made it
     runs_on: dict[Hashable, list[int]] = {}  # the nodes its value runs on unchanged through
     cursor = -1  # the last call result found so far
@@ -299,7 +299,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         doubtful = ancestors([i for i in sources if i in unsure], start) - before - constant
         doubtful |= nodes & of_inputs
         if numbers:
-            doubtful |= _giving_numbers(nodes, numbers, graph, producer, values)
+            doubtful |= _giving_numbers(nodes, numbers, graph, producer, values, integer)
         # where they ran is not settled at all: integer arithmetic written before the call began that it read
         # other than through its inputs (an exporter moves size computations up, merged with an earlier equal
         # one), and nodes whose value is read outside the region other than through its results (a
@@ -330,10 +330,10 @@ def _numbers_in(value: Any) -> Iterator[float]:
 
 
 def _giving_numbers(nodes: set[int], numbers: tuple[float, ...], graph: "onnx.GraphProto",
-                    producer: dict[str, int], values: dict[str, "np.ndarray"]) -> set[int]:
+                    producer: dict[str, int], values: dict[str, "np.ndarray"], integer: set[int]) -> set[int]:
     """The integer arithmetic of ``nodes`` (:func:`_size_arithmetic`) giving a value every element of which is
     one of ``numbers`` (a size, or the sizes of a shape, handed over), and the arithmetic it is computed from."""
-    arithmetic = _size_arithmetic(nodes, graph, producer, values)
+    arithmetic = _size_arithmetic(nodes, graph, producer, integer)
     given = set(numbers)
     giving = [i for i in arithmetic for name in graph.node[i].output
               if 0 < getattr(values.get(name), "size", 0) <= len(numbers)
@@ -348,18 +348,15 @@ def _giving_numbers(nodes: set[int], numbers: tuple[float, ...], graph: "onnx.Gr
     return found
 
 
-def _size_arithmetic(nodes: set[int], graph: "onnx.GraphProto", producer: dict[str, int],
-                     values: dict[str, "np.ndarray"], closed: bool = False) -> set[int]:
+def _size_arithmetic(nodes: set[int], graph: "onnx.GraphProto", producer: dict[str, int], integer: set[int],
+                     closed: bool = False) -> set[int]:
     """The nodes of ``nodes`` computing integers from integers of ``nodes`` alone, or from values outside
     them (``closed``: from graph inputs and ``nodes`` alone): in a call that took numbers, such nodes may have
     computed those numbers for the caller."""
     pure: set[int] = set()
     for i in sorted(nodes):
-        node = graph.node[i]
-        if all(getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
-               for name in node.output if name) and all(
-                producer[name] in pure for name in node.input
-                if name in producer and (closed or producer[name] in nodes)):
+        if i in integer and all(producer[name] in pure for name in graph.node[i].input
+                                if name in producer and (closed or producer[name] in nodes)):
             pure.add(i)
     return pure
 
