@@ -92,3 +92,52 @@ def test_a_constant_written_beside_its_reader_or_by_dynamo_goes_with_its_reader(
 ) -> None:
     modules, how = _pooled_constant_tags(exporter, written_before_root_op)
     assert modules["c"] == "layers.0" and how["c"] == "consumer"
+
+
+def _handed_over_tags(mask_before_call: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """The root computes a mask (``mask``) and hands it to ``layers.0``, whose first call the exporter split in two
+    (``piece``, then ``a0``); ``mask_before_call``: written before ``a0``, as it ran, else amid the layer's nodes."""
+    root = helper.make_node("Relu", ["x"], ["r"], name="r")
+    mask = helper.make_node("Neg", ["r"], ["k"], name="mask")
+    piece = helper.make_node("Sigmoid", ["r"], ["p"], name="piece")
+    layer = [helper.make_node("Mul", ["p", "r"], ["a0"], name="a0"),
+             helper.make_node("Add", ["a0", "k"], ["m"], name="m"),
+             helper.make_node("Relu", ["m"], ["a1"], name="a1")]
+    nodes = [root, mask, piece, *layer] if mask_before_call else [root, piece, layer[0], mask, *layer[1:]]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("a1", TensorProto.FLOAT, [4, 4])]))
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "relu", (), (0,), ()),
+               OpRecord(2, "mul", ("layers.0",), (1,), ()), OpRecord(3, "add", ("layers.0",), (2,), ()),
+               OpRecord(4, "relu", ("layers.0",), (3,), ())]
+    trace = Trace(records=records, execution_trace=["", "layers.0"], param_owners={}, param_values={})
+    position = {node.name: i for i, node in enumerate(model.graph.node)}
+    projection = Projection(matched={position["r"]: 1, position["a0"]: 2, position["m"]: 3, position["a1"]: 4})
+    values = {name: np.ones((4, 4), np.float32) for name in ("x", "r", "k", "p", "a0", "m", "a1")}
+    modules, _, how = tag_nodes(model, projection, trace, values)
+    return modules, how
+
+
+def test_a_tensor_written_before_the_first_call_of_the_module_it_serves_was_made_by_the_caller() -> None:
+    modules, how = _handed_over_tags(mask_before_call=True)
+    assert modules["mask"] == "" and how["mask"] == "before the call"
+    # the exporter's first piece of the layer's first call is written before it too, and is the layer's
+    assert modules["piece"] == "layers.0" and how["piece"] == "consumer"
+
+
+def test_a_tensor_written_inside_the_call_it_serves_is_that_modules() -> None:
+    modules, how = _handed_over_tags(mask_before_call=False)
+    assert modules["mask"] == "layers.0" and how["mask"] == "consumer"
+
+
+def test_a_node_matched_to_a_factory_is_no_known_place() -> None:
+    from modelexport_htp.fill import known_places
+
+    nodes = [helper.make_node("Range", ["s", "e", "d"], ["r"], name="range"), helper.make_node("Neg", ["r"], ["n"], name="neg"),
+             helper.make_node("Abs", ["n"], ["a"], name="abs")]
+    ints = [helper.make_tensor_value_info(name, TensorProto.INT64, []) for name in "sed"]
+    graph = helper.make_graph(nodes, "g", ints, [helper.make_tensor_value_info("a", TensorProto.INT64, [4])])
+    records = [OpRecord(0, "arange", ("decoder",), (), ()), OpRecord(1, "neg", ("encoder",), (0,), ())]
+    trace = Trace(records=records, execution_trace=["", "encoder", "decoder"], param_owners={}, param_values={})
+    how = {"range": "matched", "neg": "matched", "abs": "consumer"}
+    # the arange was matched by time alone (it read no tensor): no evidence for the order checks; nor is a reader's tag
+    assert known_places(graph, Projection(matched={0: 0, 1: 1}), trace, how) == ["neg"]

@@ -18,6 +18,7 @@ to the module owning the parameter its consumer read.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from modelexport_core.sdk import GraphIndex, common_ancestor, fill_missing_modules, is_ancestor
@@ -190,6 +191,7 @@ def tag_nodes(
     consumers = [index.node_consumers(graph, i) for i in range(len(keys))]
     matched = sorted(projection.matched)  # matched nodes in the order they were written
     running_call = _running_calls(matched, projection, trace, modules)
+    ran_before = _made_before_the_call(graph, index, values, matched, projection, trace, running_call)
     for node_index in reversed(range(len(keys))):
         node = graph.node[node_index]
         if node_index in modules:
@@ -204,6 +206,9 @@ def tag_nodes(
         if owner is not None:
             modules[node_index] = owner
             how[keys[node_index]] = "parameter owner"
+        elif len(served_modules) == 1 and (caller := ran_before(node_index, served_modules[0])) is not None:
+            modules[node_index] = caller
+            how[keys[node_index]] = "before the call"
         elif len(served_modules) == 1:
             modules[node_index] = served_modules[0]
             how[keys[node_index]] = "consumer"
@@ -243,6 +248,22 @@ def tag_nodes(
         if len(outside) > 1:
             also[keys[node_index]] = outside
     return result, also, how
+
+
+KNOWN_KINDS = ("matched", "parameter owner", "shape element")
+"""Ways of tagging a node (``tag_nodes``) that say where it ran, not what it serves."""
+
+
+def known_places(graph: "onnx.GraphProto", projection: Projection, trace: Trace, how: dict[str, str]) -> list[str]:
+    """The nodes whose module the order checks may take as known (``hold_causality``'s anchors).
+
+    A node matched to a value, holding a parameter or an element of a read shape says where it ran; one matched
+    to a call that read no recorded tensor (a factory: ``arange``, ``zeros``) was matched by time alone, and an
+    equal value an exporter computes elsewhere (indices of a scatter) matches it as well as the call does.
+    """
+    keys = GraphIndex.of(graph).keys
+    timed = {keys[i] for i, record in projection.matched.items() if not trace.records[record].inputs}
+    return [key for key, kind in how.items() if kind in KNOWN_KINDS and key not in timed]
 
 
 def structural_ids(
@@ -363,7 +384,7 @@ def _follow_first_occurrences(
             also[keys[producer]] = [own]
 
 
-READER_KINDS = ("consumer", "first consumer", "common consumer", "running call")
+READER_KINDS = ("consumer", "before the call", "first consumer", "common consumer", "running call")
 """How ``tag_nodes`` tags a node from the nodes reading it."""
 
 
@@ -395,6 +416,73 @@ def _made_for_earlier_calls(
         if after < min(readers) and all(m is not None and is_ancestor(modules[after], m) for m in inside) \
                 and any(m != modules[after] for m in inside):
             found[node_index] = modules[after]
+    return found
+
+
+def _made_before_the_call(
+    graph: "onnx.GraphProto", index: GraphIndex, values: dict[str, "np.ndarray"], matched: list[int], projection: Projection,
+    trace: Trace, running_call: "Callable[[int], str]",
+) -> "Callable[[int, str], str | None]":
+    """For a node serving one module, the module it ran in where it ran before that module's call began, else None.
+
+    Exporters write nodes in the order they ran, and every tensor operation is a recorded call. A node computing
+    a tensor from others (not a constant, which exporters write where they please, nor size arithmetic, which
+    Python does unrecorded with the sizes a call is handed) written before
+    the node matched to the first call recorded inside a module called once ran before that call began: the
+    caller made the value and handed it over (a mask, positions). It ran in the call running at the time: the
+    one running throughout between the matched nodes around it where that is known and outside the module,
+    else the deepest enclosing module whose call had begun by the last matched node before it. The unmatched
+    nodes feeding the nodes matched to that first call are not such nodes: they are pieces of it, split by the
+    exporter.
+    """
+    calls = Counter(trace.execution_trace)
+    first_record: dict[str, int] = {}
+    for record in trace.records:
+        module = record.module
+        while module not in first_record:
+            first_record[module] = record.index
+            if not module:
+                break
+            module = module.rpartition(".")[0]
+    pieces: dict[int, set[int]] = {}
+    nodes_of: dict[int, list[int]] = {}
+    for node_index in matched:
+        nodes_of.setdefault(projection.matched[node_index], []).append(node_index)
+
+    def ran_before(node_index: int, module: str) -> str | None:
+        if not module or calls.get(module) != 1 or module not in first_record:
+            return None
+        record = first_record[module]
+        node = graph.node[node_index]
+        if record not in nodes_of or node_index > nodes_of[record][0] or not node.input \
+                or any(_shape_like(values.get(v)) for v in node.output):
+            return None
+        if record not in pieces:
+            pieces[record] = _unmatched_feeding(graph, index, nodes_of[record], projection)
+        if node_index in pieces[record]:
+            return None  # a piece of the first call, which the exporter split into several nodes
+        running = running_call(node_index)
+        if running and not is_ancestor(module, running):
+            return running
+        at = bisect_left(matched, node_index)
+        began = projection.matched[matched[at - 1]] if at else -1
+        caller = module.rpartition(".")[0]
+        while caller and (calls.get(caller) is None or first_record.get(caller, began + 1) > began):
+            caller = caller.rpartition(".")[0]
+        return caller
+
+    return ran_before
+
+
+def _unmatched_feeding(graph: "onnx.GraphProto", index: GraphIndex, nodes: list[int], projection: Projection) -> set[int]:
+    """The unmatched nodes some of ``nodes`` read, directly or through other unmatched nodes."""
+    found: set[int] = set()
+    todo = list(nodes)
+    while todo:
+        for producer in index.node_producers(graph, todo.pop()):
+            if producer not in found and producer not in projection.matched:
+                found.add(producer)
+                todo.append(producer)
     return found
 
 

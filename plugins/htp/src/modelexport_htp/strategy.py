@@ -117,7 +117,7 @@ class HTPStrategy(TaggingStrategy):
         """Trace, run the file in onnxruntime, project; ``weights``: where a weightless graph's weights are (the file
         it was read from, or the exporter's bytes); ``outputs``: the graph outputs of a file made elsewhere, held to
         the model's own outputs first."""
-        from .fill import tag_nodes
+        from .fill import known_places, tag_nodes
         from .project import project, read_initializers
         from .trace import model_weights
 
@@ -146,8 +146,7 @@ class HTPStrategy(TaggingStrategy):
         reused = [name for name, count in Counter(trace.execution_trace).items() if count > 1]
         held = hold_call_containment(onnx_model.graph, node_modules, reused, set(trace.execution_trace))
         first_call = {name: position for position, name in reversed(list(enumerate(trace.execution_trace)))}
-        anchored = [key for key, kind in how.items()
-                    if kind in ("matched", "parameter owner", "shape element") and key not in held.moved]
+        anchored = [key for key in known_places(onnx_model.graph, projection, trace, how) if key not in held.moved]
         timely = hold_causality(onnx_model.graph, held.node_modules, first_call, reused, anchored)
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
@@ -244,6 +243,7 @@ _EVIDENCE = {
     "first consumer": "consumers",
     "common consumer": "consumers",
     "running call": "order",
+    "before the call": "order",
     "written before": "order",
     "shape element": "shape read",
     "value element": "value read",
