@@ -191,7 +191,7 @@ def tag_nodes(
     consumers = [index.node_consumers(graph, i) for i in range(len(keys))]
     matched = sorted(projection.matched)  # matched nodes in the order they were written
     running_call = _running_calls(matched, projection, trace, modules)
-    ran_before = _made_before_the_call(graph, index, values, matched, projection, trace, running_call)
+    ran_before = _made_before_the_call(graph, index, values, matched, projection, trace, running_call, executed)
     for node_index in reversed(range(len(keys))):
         node = graph.node[node_index]
         if node_index in modules:
@@ -421,47 +421,42 @@ def _made_for_earlier_calls(
 
 def _made_before_the_call(
     graph: "onnx.GraphProto", index: GraphIndex, values: dict[str, "np.ndarray"], matched: list[int], projection: Projection,
-    trace: Trace, running_call: "Callable[[int], str]",
+    trace: Trace, running_call: "Callable[[int], str]", executed: set[str],
 ) -> "Callable[[int, str], str | None]":
     """For a node serving one module, the module it ran in where it ran before that module's call began, else None.
 
     Exporters write nodes in the order they ran, and every tensor operation is a recorded call. A node computing
     a tensor from others (not a constant, which exporters write where they please, nor size arithmetic, which
-    Python does unrecorded with the sizes a call is handed) written before
-    the node matched to the first call recorded inside a module called once ran before that call began: the
-    caller made the value and handed it over (a mask, positions). It ran in the call running at the time: the
-    one running throughout between the matched nodes around it where that is known and outside the module,
-    else the deepest enclosing module whose call had begun by the last matched node before it. The unmatched
-    nodes feeding the nodes matched to that first call are not such nodes: they are pieces of it, split by the
-    exporter.
+    Python does unrecorded with the sizes a call is handed) written before every node matched to a call recorded
+    inside a module called once ran before that module's call began: the caller made the value and handed it
+    over (a mask, positions). It ran in the call running at the time: the one running throughout between the
+    matched nodes around it where that is known and outside the module, else the deepest enclosing module whose
+    call had begun by the last matched node before it. The unmatched nodes feeding the nodes matched to the same
+    call as that first node are not such nodes: they are pieces of it, split by the exporter.
     """
     calls = Counter(trace.execution_trace)
-    first_record: dict[str, int] = {}
+    first_record: dict[str, int] = {}  # the first call recorded inside each module
     for record in trace.records:
-        module = record.module
-        while module not in first_record:
-            first_record[module] = record.index
-            if not module:
-                break
-            module = module.rpartition(".")[0]
+        _first_for_each_ancestor(first_record, record.module, record.index)
+    earliest: dict[str, int] = {}  # the first node (as written) matched to a call recorded inside each module
+    for node_index in matched:
+        _first_for_each_ancestor(earliest, trace.records[projection.matched[node_index]].module, node_index)
     pieces: dict[int, set[int]] = {}
     nodes_of: dict[int, list[int]] = {}
     for node_index in matched:
         nodes_of.setdefault(projection.matched[node_index], []).append(node_index)
 
     def ran_before(node_index: int, module: str) -> str | None:
-        if not module or calls.get(module) != 1 or module not in first_record:
-            return None
-        record = first_record[module]
         node = graph.node[node_index]
-        if record not in nodes_of or node_index > nodes_of[record][0] or not node.input \
-                or any(_shape_like(values.get(v)) for v in node.output):
+        if not module or calls.get(module) != 1 or module not in earliest or node_index > earliest[module] \
+                or not node.input or any(_shape_like(values.get(v)) for v in node.output):
             return None
+        record = projection.matched[earliest[module]]
         if record not in pieces:
             pieces[record] = _unmatched_feeding(graph, index, nodes_of[record], projection)
         if node_index in pieces[record]:
             return None  # a piece of the first call, which the exporter split into several nodes
-        running = running_call(node_index)
+        running = executed_ancestor(running_call(node_index), executed)
         if running and not is_ancestor(module, running):
             return running
         at = bisect_left(matched, node_index)
@@ -472,6 +467,15 @@ def _made_before_the_call(
         return caller
 
     return ran_before
+
+
+def _first_for_each_ancestor(first: dict[str, int], module: str, position: int) -> None:
+    """Note ``position`` for ``module`` and each module above it that has none yet."""
+    while module not in first:
+        first[module] = position
+        if not module:
+            return
+        module = module.rpartition(".")[0]
 
 
 def _unmatched_feeding(graph: "onnx.GraphProto", index: GraphIndex, nodes: list[int], projection: Projection) -> set[int]:
