@@ -888,6 +888,78 @@ class GroupNormStages(nn.Module):
         return self.stages(x)
 
 
+class MaskedAttention(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.query = nn.Linear(dim, dim)
+        self.value = nn.Linear(dim, dim)
+
+    def forward(self, x, mask):
+        scores = self.query(x) @ x.transpose(1, 2) + mask
+        return scores.softmax(-1) @ self.value(x)
+
+
+class MaskedEncoder(nn.Module):
+    def __init__(self, dim: int, depth: int = 2):
+        super().__init__()
+        self.layers = nn.ModuleList([MaskedAttention(dim) for _ in range(depth)])
+
+    def forward(self, x, mask):
+        mask = mask.transpose(1, 2)  # keys along the rows
+        for layer in self.layers:
+            x = x + layer(x, mask)
+        return x
+
+
+class HandedMask(nn.Module):
+    """The root builds a block mask in its own forward (tensor operations) and hands it to the encoder, the one
+    module reading it: the mask's nodes are the root's, written before the encoder's call began."""
+
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.embed = nn.Linear(dim, dim)
+        self.encoder = MaskedEncoder(dim)
+
+    def forward(self, x):
+        hidden = self.embed(x)
+        length = hidden.shape[1]
+        mask = torch.full((length, length), torch.finfo(hidden.dtype).min, dtype=hidden.dtype)
+        start = 0
+        for block in [length]:  # one segment (one image): the mask masks nothing
+            mask[start:start + block, start:start + block] = 0
+            start += block
+        return self.encoder(hidden, mask[None].expand(hidden.shape[0], -1, -1))
+
+
+class PoolProject(nn.Module):
+    """Pools, projects the pooled value, and either hands the unpooled input to a child doing the same (its own
+    pooling and projection then unused: the exporter writes no node for them) or finishes."""
+
+    def __init__(self, channels: int, child: "PoolProject | None" = None):
+        super().__init__()
+        self.pool = nn.MaxPool2d(2)
+        self.project = nn.Conv2d(channels, channels, 1)
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.child = child
+
+    def forward(self, x):
+        bottom = self.pool(x)
+        shortcut = self.project(bottom)
+        if self.child is not None:
+            return self.child(x)
+        return self.conv(bottom) + shortcut
+
+
+class UnusedBranch(nn.Module):
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, 3, padding=1)
+        self.tree = PoolProject(channels, PoolProject(channels))
+
+    def forward(self, x):
+        return self.tree(self.stem(x))
+
+
 def _seeded(factory, *inputs):
     torch.manual_seed(0)
     model = factory().eval()
@@ -925,6 +997,14 @@ def affine_mixer():
 
 def sized_towers():
     return _seeded(SizedTowers, ("x", (2, 5, 8)))
+
+
+def handed_mask():
+    return _seeded(HandedMask, ("x", (2, 6, 16)))
+
+
+def unused_branch():
+    return _seeded(UnusedBranch, ("x", (2, 3, 8, 8)))
 
 
 def group_norm_stages():
@@ -1103,6 +1183,8 @@ CUSTOM_CASES: dict = {
     "normed_twice": normed_twice,
     "counted_moe": counted_moe,
     "response_norm_net": response_norm_net,
+    "handed_mask": handed_mask,
+    "unused_branch": unused_branch,
 }
 
 # Cases htp does not yet tag right, each tested as a strict expected failure.

@@ -216,3 +216,21 @@ def test_a_repeat_reading_a_tensor_keeps_its_wrappers_only_merged_shapes_move():
         _follow_first_occurrences(graph, index, projection, values, modules, {"": 0, "a": 1, "b": 2}, how, {})
         assert modules[4] == "b"  # the repeat itself stays
         assert (modules[3] == "a") is moves, read  # its Cast: moved only where it wraps a merged shape read
+
+
+def test_calls_whose_value_nothing_used_are_unread() -> None:
+    """A block pools and projects its input, then hands the unpooled input to a child doing the same: its own
+    pooling and projection are read by nothing (the exporter writes no node for them); the child's are."""
+    import numpy as np
+
+    from modelexport_htp.trace import OpRecord, Trace
+
+    out = np.arange(4.0)
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "max_pool2d", ("tree.pool",), (0,), ()),
+               OpRecord(2, "conv2d", ("tree.project",), (1,), ("tree.project.weight",)),
+               OpRecord(3, "max_pool2d", ("tree.child.pool",), (0,), ()),
+               OpRecord(4, "size", ("tree.child",), (3,), (), shape_read=True),
+               OpRecord(5, "conv2d", ("tree.child.project",), (3,), ("tree.child.project.weight",), outputs=[out])]
+    trace = Trace(records=records, execution_trace=["", "tree", "tree.child"], param_owners={}, param_values={},
+                  model_outputs=[out.copy()])
+    assert trace.unread() == {1, 2}

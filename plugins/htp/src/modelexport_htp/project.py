@@ -260,6 +260,7 @@ def project(
     loose: set[int] = set()  # calls matched only to values holding their elements in another order
     produced: dict[str, int] = {}  # the call matched to the node making each value
     readers = GraphIndex.of(graph).consumers
+    unread = trace.unread()  # calls whose value nothing used: of equal candidates, the exporter wrote the others
 
     for node_index, node in enumerate(graph.node):
         frontier: set[frozenset[int]] = set()
@@ -343,6 +344,7 @@ def project(
                 -c[1], -c[2],
                 c[0] in used_records and c[0] not in this_node and (reordered or c[0] not in loose)
                 and not (c[2] > 0 and frozenset([c[0]]) in frontier),
+                c[0] in unread,
                 c[3],
             ))[0]
             this_node.add(chosen)

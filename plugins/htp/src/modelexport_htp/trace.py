@@ -136,6 +136,27 @@ class Trace:
         return result
 
 
+    def unread(self) -> set[int]:
+        """The records whose value nothing used: no record reading it was used, the model did not read it into
+        Python and it is none of the model's outputs. Exporters write no node for such a call (dead code, as a
+        block's input projection its caller computes again). Shape reads count as used (their sizes go on in
+        Python, unrecorded), as do calls writing into a tensor (what reads the tensor reads them)."""
+        from modelexport_core.sdk import identical
+
+        used = [False] * len(self.records)
+        readers: dict[int, list[int]] = {}
+        for record in self.records:
+            for source in record.inputs:
+                readers.setdefault(source, []).append(record.index)
+        outputs = [o for o in self.model_outputs if o is not None]
+        for record in reversed(self.records):
+            used[record.index] = (
+                record.shape_read or record.index in self.value_reads or _mutates_first_argument(record.op)
+                or any(used[r] for r in readers.get(record.index, ()))
+                or any(identical(out, o) for out in record.outputs[:1] for o in outputs)
+            )
+        return {record.index for record in self.records if not used[record.index]}
+
     def input_dependent(self) -> list[bool]:
         """For each record, whether its value depends on a model input through data flow."""
         result: list[bool] = []
