@@ -237,3 +237,19 @@ def test_integers_computed_from_the_models_inputs_alone_are_not_placed():
     boundaries = call_regions(graph, values, events, [X])
     assert 0 in boundaries.unplaced and 0 not in hold_boundaries({0: "", 1: "first", 2: "first", 3: "first"},
                                                                boundaries, set(), {})
+
+
+def test_a_node_in_a_call_of_a_module_shared_under_two_parents_goes_to_that_modules_name():
+    """One activation instance registered under h.0.mlp and h.1.mlp: PyTorch names every call of it by its first
+    name, h.0.mlp.act, and h.1.mlp's call of it runs within h.1.mlp's call (its region lies in h.1.mlp's)."""
+    from modelexport_core.export.boundaries import Boundaries, CallRegion
+
+    regions = [CallRegion("h.0.mlp", {0, 1, 2}), CallRegion("h.0.mlp.act", {1}),
+               CallRegion("h.1.mlp", {3, 4, 5}), CallRegion("h.1.other", {6, 7}), CallRegion("h.0.mlp.act", {4})]
+    tags = {0: "h.0.mlp", 1: "h.0.mlp", 2: "h.0.mlp", 3: "h.1.mlp", 4: "h.1.mlp", 5: "h.1.mlp", 6: "h.1.other"}
+    moved = hold_boundaries(tags, Boundaries(regions, set()), set(), {})
+    assert moved == {1: "h.0.mlp.act", 4: "h.0.mlp.act"}
+    # two calls on two lines of the tree whose regions overlap without one holding the other (a value the
+    # exporter shared): the values do not say which ran it
+    regions = [CallRegion("h.0.mlp", {0, 1}), CallRegion("h.1.mlp", {1, 2})]
+    assert hold_boundaries({0: "h.0.mlp", 1: "h.1.mlp", 2: "h.1.mlp"}, Boundaries(regions, set()), set(), {}) == {}

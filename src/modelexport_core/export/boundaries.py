@@ -10,7 +10,11 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   ran); constant nodes (computed from no graph input) are left to the other passes;
 - a node inside the region of a call ran inside that call, so its module holds the node's tag
   (:func:`hold_boundaries` moves a tag outside it in); a node outside every region of a module whose every
-  call was bounded did not run in that module (a tag inside it moves out to its parent).
+  call was bounded did not run in that module (a tag inside it moves out to its parent);
+- a node inside regions of calls on two lines of the module tree ran in the call whose region lies within
+  the others' (one module instance registered under two parents and called by the second: PyTorch names it,
+  and each of its calls, by its first name); where no region lies within the others (a value the exporter
+  shared between two calls), its tag stays.
 
 :func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
 
@@ -100,8 +104,11 @@ class Boundaries:
     loose: set[int] = field(default_factory=set)
     """Nodes whose call the values do not settle at all: left as the strategy tagged them."""
     unplaced: set[int] = field(default_factory=set)
-    """Nodes that ran in a call or in its caller: pulled into no call (still moved out of a module none of whose
-    calls holds them)."""
+    """Nodes that ran in a call or in its caller: pulled into none of those calls (still moved out of a module
+    none of whose calls holds them)."""
+    undecided: dict[int, set[str]] = field(default_factory=dict)
+    """For the unplaced nodes that ran in a call or in its caller (not the model inputs' integers, which may run
+    anywhere): the modules of those calls. Calls enclosing them still pull such a node in."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -271,6 +278,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     unbounded: set[str] = set()
     loose: set[int] = set()
     unplaced: set[int] = set()
+    undecided: dict[int, set[str]] = defaultdict(set)
     for event in events:
         if event.begins:
             begun.append((cursor, event.values, event.numbers, len(claimed)))
@@ -282,7 +290,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             unbounded.add(event.module)  # two calls a node holding it ran in is not settled (an exporter fuses
             for key, given_key in returned:  # a norm at its initial statistics into the layer before it)
                 if key != given_key and given_key in known:
-                    unplaced.update([known[given_key], *runs_on.get(given_key, ())])
+                    unplaced.add(known[given_key])  # the call made it, or returned it fused with its own
+                    for node in runs_on.get(given_key, ()):  # computed from it: the returning call's, or its caller's
+                        unplaced.add(node)
+                        undecided[node].add(event.module)
             continue
         region = _bound(event.values, inputs, (start, cursor), known, runs_on, index, producer, is_input, passes_on,
                         uniform, (claimed, mark), descends)
@@ -297,9 +308,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # unchanged and what shaped it (a view's sizes); integers computed from the model's inputs alone; in a
         # call given numbers, the integer arithmetic giving numbers equal to them
         doubtful = ancestors([i for i in sources if i in unsure], start) - before - constant
-        doubtful |= nodes & of_inputs
         if numbers:
             doubtful |= _giving_numbers(nodes, numbers, graph, producer, values, integer)
+        for node in doubtful - of_inputs:
+            undecided[node].add(event.module)
+        doubtful |= nodes & of_inputs
         # where they ran is not settled at all: integer arithmetic written before the call began that it read
         # other than through its inputs (an exporter moves size computations up, merged with an earlier equal
         # one), and nodes whose value is read outside the region other than through its results (a
@@ -314,7 +327,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         kept -= doubtful
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early))
         unplaced |= doubtful
-    return Boundaries(regions, unbounded, loose, unplaced)
+    return Boundaries(regions, unbounded, loose, unplaced,
+                      {node: modules for node, modules in undecided.items() if node not in of_inputs})
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -515,22 +529,38 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     ``node_modules``: each node's module by position; ``skipped``: nodes these rules leave alone (constants);
     ``made_for``: the constants the exporter made for their readers (computed from no weight), with their
     readers: where a reader moves, such a constant goes to the module holding all its readers. A node inside
-    regions of two calls neither of which holds the other (a value the exporter shared, a module instance
-    registered under two parents) is left as it is.
+    regions of calls on two lines of the tree goes to the call whose region lies within every other one (a
+    module instance registered under two parents, called by the second: PyTorch names each of its calls by the
+    first name); where no region does (a value the exporter shared), it is left as it is.
     """
     inside: dict[int, list[str]] = defaultdict(list)
+    regions_of: dict[int, list[CallRegion]] = defaultdict(list)
     for region in boundaries.regions:
         for i in region.nodes:
             inside[i].append(region.module)
+            regions_of[i].append(region)
     bounding = boundaries.bounding
     moved: dict[int, str] = {}
     for i, module in node_modules.items():
         if i in skipped or i in boundaries.loose:
             continue
-        containing = inside.get(i, []) if i not in boundaries.unplaced else []
+        containing = inside.get(i, [])
+        if i in boundaries.unplaced:  # only the calls enclosing those it ran in or beside pull it in
+            either = boundaries.undecided.get(i)
+            containing = [m for m in containing if not any(is_ancestor(e, m) for e in either)] if either else []
         deepest = _deepest(containing)
         if containing and deepest is None:
-            continue  # regions of calls on two lines of the tree hold it (a module shared under two parents)
+            # regions of calls on two lines of the tree hold it: where one call ran within the other (its region
+            # lies in the other's: a module instance registered under two parents, called by the second), the
+            # inner call ran it; else (a value the exporter shared between two calls) it is left as it is
+            inner = [r for r in regions_of[i] if all(r.nodes <= other.nodes for other in regions_of[i])]
+            if not inner or inner[0].module == module:
+                continue
+            deepest = inner[0].module
+            if is_ancestor(deepest, module):
+                continue
+            moved[i] = deepest
+            continue
         if deepest is not None and not is_ancestor(deepest, module):
             tag = deepest  # into the deepest call that ran it
         else:
