@@ -253,3 +253,25 @@ def test_a_node_in_a_call_of_a_module_shared_under_two_parents_goes_to_that_modu
     # exporter shared): the values do not say which ran it
     regions = [CallRegion("h.0.mlp", {0, 1}), CallRegion("h.1.mlp", {1, 2})]
     assert hold_boundaries({0: "h.0.mlp", 1: "h.1.mlp", 2: "h.1.mlp"}, Boundaries(regions, set()), set(), {}) == {}
+
+
+def test_nodes_computed_from_a_value_a_call_returned_as_it_took_it_are_pulled_into_the_call_enclosing_it():
+    """second's act computes relu(x); second hands it to its norm, which at its initial statistics returns a new
+    tensor equal to it (the Add of zero), and takes tanh of that: the Add ran in the norm or in second."""
+    graph, values, x = _graph()
+    a = values["a"]
+    events = [
+        Event(True, "", (("x", x),)),
+        Event(True, "second", (("x", x),)),
+        Event(True, "second.act", (("x", x),)),
+        Event(False, "second.act", (("relu", a),)),
+        Event(True, "second.norm", (("relu", a),)),
+        Event(False, "second.norm", (("normed", a.copy()),)),
+        Event(False, "second", (("second result", values["b"]),)),
+        Event(False, "", (("root result", values["c"]),)),
+    ]
+    boundaries = call_regions(graph, values, events, [x])
+    assert 1 in boundaries.unplaced and boundaries.undecided[1] == {"second.norm"}
+    moved = hold_boundaries({0: "second", 1: "first", 2: "second", 3: "", 4: ""}, boundaries, constant_nodes(graph), {})
+    assert moved.get(1) == "second"
+    assert 0 not in moved  # the relu made the value: the act's, or the norm's fused with it

@@ -30,15 +30,18 @@ computing from it, constants and integers alone (a zero bias added, a cast to th
 to the shape it has): a call may have taken or returned it at any of them.
 
 Some nodes of a region ran in the call or in its caller; the values do not say which, so they are pulled
-into no call (:attr:`Boundaries.unplaced`) and not pushed out of that call's module:
+into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them in,
+:attr:`Boundaries.undecided`) and not pushed out of that call's module:
 
 - a value the call took that ran on unchanged, and what shaped it (the sizes of a view);
 - integers computed from the model's inputs alone (exporters read an input's sizes where they are used, or
-  once at the top of the file);
+  once at the top of the file: no call pulls them in);
 - in a call given numbers that are not tensors (sizes, read from a tensor, that the hooks do not see), the
   integer arithmetic giving values equal to them;
 - where a call returned a new tensor equal to what it took (a norm at its initial statistics, which an
-  exporter fuses into the layer before it), the nodes holding that value.
+  exporter fuses into the layer before it), the nodes holding that value: the one that made it (the call that
+  made it or the returning one fused with it: no call pulls it in), and those computed from it (the returning
+  call's or its caller's).
 
 Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are):
 
