@@ -556,7 +556,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             # regions of calls on two lines of the tree hold it: where one call ran within the other (its region
             # lies in the other's: a module instance registered under two parents, called by the second), the
             # inner call ran it; else (a value the exporter shared between two calls) it is left as it is
-            inner = [r for r in regions_of[i] if all(r.nodes <= other.nodes for other in regions_of[i])]
+            holding = [r for r in regions_of[i] if r.module in containing]
+            inner = [r for r in holding if all(r.nodes <= other.nodes for other in holding)]
             if not inner or inner[0].module == module:
                 continue
             deepest = inner[0].module

@@ -135,7 +135,6 @@ class Trace:
             result.append(bits)
         return result
 
-
     def unread(self) -> set[int]:
         """The records whose value nothing used: no record reading it was used, the model did not read it into
         Python and it is none of the model's outputs. Exporters write no node for such a call (dead code, as a
