@@ -1185,7 +1185,8 @@ CUSTOM_CASES: dict = {
     "response_norm_net": response_norm_net,
     "handed_mask": handed_mask,
     "unused_branch": unused_branch,
+    "shared_mask_stack": shared_mask_stack,
 }
 
 # Cases htp does not yet tag right, each tested as a strict expected failure.
-OPEN_CASES: dict = {"shared_mask_stack": shared_mask_stack}
+OPEN_CASES: dict = {}

@@ -46,14 +46,13 @@ def test_equal_zeros_scattered_by_each_layer_in_a_dynamo_file(measured):
     check(measured("masked_slice_stack", exporter="dynamo"), threshold=1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="open: a merged node read by every layer anchors only the first layer's call")
 @pytest.mark.parametrize("dynamic", [True, False], ids=["dynamic", "static"])
 def test_every_layers_expansion_of_one_merged_mask_slice_stays_in_its_layer(measured, dynamic):
     """The exporter merges each layer's equal slice of one mask into the first layer's node; each later layer's
-    expansion of it descends, in the graph, from that node alone, so it is matched to the first layer's
-    expansion (equal values): 2 nodes in a sibling layer with dynamic axes, 16 with static ones. Giving the
-    merged node every equal call as its anchor mends this and breaks the split pieces of one call elsewhere
-    (a chunk's second slice taken by the next layer's chunk), so it is left open."""
+    expansion of it descends, in the graph, from that node alone, so its value is first matched to the first
+    layer's expansion (equal values): 2 nodes in a sibling layer with dynamic axes, 16 with static ones. The
+    match goes back in time (the first layer's call was recorded before the node written before it), so it
+    takes the equal call recorded where the node was written: the layer's own."""
     check(measured("shared_mask_stack", dynamic=dynamic), threshold=1.0)
 
 

@@ -374,7 +374,31 @@ def project(
     _align_backwards(graph, values, trace, projection, used_records, node_holds)
     _last_reads_before_use(graph, projection, shape_reads, trace, values)
     _lowered_shapes(graph, projection, trace)
+    _amid_another_call(projection, trace)
     return projection
+
+
+def _amid_another_call(projection: Projection, trace: Trace) -> None:
+    """Match each node whose call went back in time to an equal call recorded where the node was written.
+
+    Exporters write nodes in the order they ran. A node matched to a call recorded before the call of the matched
+    node written before it went back in time; it ran between that call and the call of the next matched node
+    going on from it. Where its value equals a call recorded in that stretch (every layer computing the same value
+    from one input the exporter merged: each layer's computation then descends, in the graph, from the first
+    layer's call, and was matched there), it is the first such call.
+    """
+    order = sorted(projection.matched)
+    for at in range(1, len(order)):
+        node = order[at]
+        before = projection.matched[order[at - 1]]
+        if projection.matched[node] >= before:
+            continue
+        after = next((projection.matched[later] for later in order[at + 1:] if projection.matched[later] > before),
+                     len(trace.records))
+        inside = [r for r in projection.equal_calls.get(node, ()) if before < r < after]
+        if inside:
+            projection.matched[node] = min(inside)
+            projection.realigned += 1
 
 
 def _continued(
