@@ -3,7 +3,8 @@
 What remains after the projection are pieces of a call the exporter split into several
 nodes, constants, shape arithmetic and the Identity nodes the exporter puts in front of
 merged initializers. Each gets the module of the nodes consuming it. A node serving one
-module belongs to it. Scalars and shapes serving several belong to the first of them
+module belongs to it, unless it computes a tensor written before every node of that module's
+call: then its caller made it and handed it over. Scalars and shapes serving several belong to the first of them
 to run: the exporter merges equal small computations (shape reads, scale factors) into
 their first occurrence. A bigger value serving several was computed before being
 handed to them, so it belongs to their deepest common module that ran, unless the exporter wrote
