@@ -931,6 +931,64 @@ class HandedMask(nn.Module):
         return self.encoder(hidden, mask[None].expand(hidden.shape[0], -1, -1))
 
 
+class BiasedAttention(nn.Module):
+    """Attention scores as one fused ``baddbmm`` on a bias table its caller made: the exporter writes the
+    table times ``beta`` (one: the product equals the table) as a node of this module."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.qk = nn.Linear(dim, 2 * dim)
+        self.scale = dim ** -0.5
+
+    def forward(self, x, table):
+        query, key = self.qk(x).chunk(2, dim=-1)
+        scores = torch.baddbmm(table, query, key.transpose(1, 2), beta=1.0, alpha=self.scale)
+        return torch.softmax(scores, dim=-1) @ x
+
+
+class TableStack(nn.Module):
+    """The root computes a position bias table once and hands it to every layer."""
+
+    def __init__(self, dim: int = 16, layers: int = 2):
+        super().__init__()
+        self.embed = nn.Linear(dim, dim)
+        self.layers = nn.ModuleList(BiasedAttention(dim) for _ in range(layers))
+        self.slopes = nn.Parameter(torch.rand(1) + 0.5)
+
+    def forward(self, x):
+        hidden = self.embed(x)
+        positions = torch.arange(hidden.shape[1], dtype=hidden.dtype)
+        table = (self.slopes * (positions[None, :] - positions[:, None]).abs())[None].expand(hidden.shape[0], -1, -1)
+        for layer in self.layers:
+            hidden = layer(hidden, table)
+        return hidden
+
+
+class DefaultTags(nn.Module):
+    """Embeds per-token tag paths, made in its caller's forward where none are given: a factory sized by the ids'
+    shape, times a pad id (the trace sees no tensor link from the ids to the tags; the exporter writes one)."""
+
+    def __init__(self, dim: int = 16, depth: int = 3, tags: int = 12, pad: int = 7):
+        super().__init__()
+        self.depth, self.pad = depth, pad
+        self.words = nn.Embedding(32, dim)
+        self.paths = TagPaths(dim, depth, tags)
+
+    def forward(self, ids):
+        tags = torch.ones(tuple(ids.shape) + (self.depth,), dtype=torch.long) * self.pad
+        return self.words(ids) + self.paths(tags)
+
+
+class TagPaths(nn.Module):
+    def __init__(self, dim: int, depth: int, tags: int):
+        super().__init__()
+        self.units = nn.ModuleList(nn.Embedding(tags, 4) for _ in range(depth))
+        self.inner = nn.Linear(4 * depth, dim)
+
+    def forward(self, tags):
+        return self.inner(torch.cat([unit(tags[:, :, i]) for i, unit in enumerate(self.units)], dim=-1))
+
+
 class PoolProject(nn.Module):
     """Pools, projects the pooled value, and either hands the unpooled input to a child doing the same (its own
     pooling and projection then unused: the exporter writes no node for them) or finishes."""
@@ -997,6 +1055,15 @@ def affine_mixer():
 
 def sized_towers():
     return _seeded(SizedTowers, ("x", (2, 5, 8)))
+
+
+def default_tags():
+    torch.manual_seed(0)
+    return DefaultTags().eval(), {"ids": torch.randint(0, 32, (2, 6))}
+
+
+def table_stack():
+    return _seeded(TableStack, ("x", (2, 6, 16)))
 
 
 def handed_mask():
@@ -1186,6 +1253,8 @@ CUSTOM_CASES: dict = {
     "handed_mask": handed_mask,
     "unused_branch": unused_branch,
     "shared_mask_stack": shared_mask_stack,
+    "table_stack": table_stack,
+    "default_tags": default_tags,
 }
 
 # Cases htp does not yet tag right, each tested as a strict expected failure.

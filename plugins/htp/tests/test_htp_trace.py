@@ -234,3 +234,34 @@ def test_calls_whose_value_nothing_used_are_unread() -> None:
     trace = Trace(records=records, execution_trace=["", "tree", "tree.child"], param_owners={}, param_values={},
                   model_outputs=[out.copy()])
     assert trace.unread() == {1, 2}
+
+
+def test_a_value_read_only_in_other_modules_was_handed_over() -> None:
+    """The root builds a table (through a ``contiguous``, which passes it on) that only its layers read: handed
+    over. A value its own module reads again is not, nor one nothing read."""
+    from modelexport_htp.trace import OpRecord, Trace
+
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "arange", (), (), ()),
+               OpRecord(2, "mul", (), (1,), ("slopes",)), OpRecord(3, "contiguous", (), (2,), ()),
+               OpRecord(4, "baddbmm", ("layers.0",), (3, 0), ()), OpRecord(5, "baddbmm", ("layers.1",), (3, 4), ()),
+               OpRecord(6, "add", (), (1, 5), ()), OpRecord(7, "neg", (), (6,), ())]
+    trace = Trace(records=records, execution_trace=["", "layers.0", "layers.1"], param_owners={}, param_values={})
+    assert trace.handed_over(2)
+    assert not trace.handed_over(1)  # the root reads the positions again
+    assert trace.handed_over(4)
+    assert not trace.handed_over(7)  # nothing read it
+
+
+def test_a_factory_may_take_its_size_from_an_earlier_shape_read() -> None:
+    """``torch.ones(ids.shape) * pad``: the trace sees the shape read and the factory apart (the sizes travel as
+    Python numbers); with ``sized`` what is computed from the factory descends from the shape read."""
+    from modelexport_htp.trace import OpRecord, Trace
+
+    records = [OpRecord(0, "input:ids", (), (), ()), OpRecord(1, "size", (), (0,), (), shape_read=True),
+               OpRecord(2, "ones", (), (), ()), OpRecord(3, "mul", (), (2,), ()),
+               OpRecord(4, "embedding", ("tags",), (3,), ("tags.weight",))]
+    trace = Trace(records=records, execution_trace=["", "tags"], param_owners={}, param_values={})
+    assert trace.ancestors()[4] == 1 << 2 | 1 << 3
+    assert trace.ancestors(sized=True)[4] == 1 << 0 | 1 << 1 | 1 << 2 | 1 << 3
+    assert trace.ancestors(sized=True)[1] == 1 << 0  # a call reading a tensor depends on what it read only
+    assert trace.ancestors(sized=True)[2] == 0  # which of equal factories a node is, only time tells

@@ -233,6 +233,7 @@ def project(
     """Match ONNX nodes to recorded calls by comparing values and following data flow."""
     graph = onnx_model.graph
     ancestors = trace.ancestors()
+    sized = trace.ancestors(sized=True)  # with the shape reads a factory may have taken its size from
     candidates = _candidates(trace)
     params_of = initializers.params
     dependent = trace.input_dependent()
@@ -261,6 +262,7 @@ def project(
     produced: dict[str, int] = {}  # the call matched to the node making each value
     readers = GraphIndex.of(graph).consumers
     unread = trace.unread()  # calls whose value nothing used: of equal candidates, the exporter wrote the others
+    continuing: dict[int, int] = {}  # nodes reading no weight matched to the call of an input they return unchanged
 
     for node_index, node in enumerate(graph.node):
         frontier: set[frozenset[int]] = set()
@@ -280,6 +282,7 @@ def project(
         around = Held.union(identifying, may_hold, *(reach[name] for name in node.input if name in reach))
         this_node: set[int] = set()  # calls matched to this node's earlier outputs
         for output in node.output:
+            continued: set[int] = set()
             value = values.get(output)
             measured = measure(value) if value is not None and getattr(value, "dtype", None) is not None \
                 and value.dtype.kind in "fciub" else None
@@ -300,12 +303,18 @@ def project(
                 if not same:
                     same = candidates.find_permuted(value, measured)
                     reordered = bool(same)
-                found = _plausible(
-                    same, frontier, latest, held, trace, ancestors, dependent, may_hold,
-                    reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
-                    holds=node_holds[node_index], holds_around=around, telling=identifying,
-                    again=loose | _continued(node, value, same, produced, values, anchors),
-                )
+                continued = _continued(node, value, same, produced, values, anchors)
+                # where no call is causal, one computed from a factory sized by a shape read upstream is
+                # (the trace does not follow sizes as Python numbers; the exporter writes them as nodes)
+                for lineage in (ancestors, sized):
+                    found = _plausible(
+                        same, frontier, latest, held, trace, lineage, dependent, may_hold,
+                        reads_shape=node.op_type == SHAPE_OP, skipped_params=param_calls & ~used_bits,
+                        holds=node_holds[node_index], holds_around=around, telling=identifying,
+                        again=loose | continued,
+                    )
+                    if found or not same:
+                        break
                 if len(found) > 1:
                     projection.ambiguous += 1
                 elif not found:
@@ -349,6 +358,8 @@ def project(
             ))[0]
             this_node.add(chosen)
             produced[output] = chosen
+            if chosen in continued and not held:
+                continuing[node_index] = chosen
             if reordered:
                 loose.add(chosen)
             else:
@@ -374,6 +385,7 @@ def project(
     _align_backwards(graph, values, trace, projection, used_records, node_holds)
     _last_reads_before_use(graph, projection, shape_reads, trace, values)
     _lowered_shapes(graph, projection, trace)
+    _pieces_of_a_reader(graph, projection, trace, continuing)
     _amid_another_call(projection, trace)
     return projection
 
@@ -401,6 +413,33 @@ def _amid_another_call(projection: Projection, trace: Trace) -> None:
             projection.realigned += 1
 
 
+def _pieces_of_a_reader(
+    graph: "onnx.GraphProto", projection: Projection, trace: Trace, continuing: dict[int, int]
+) -> None:
+    """Unmatch a node that changes nothing in a handed-over value and that the value's call does not go on in.
+
+    A node reading no weight matched to the call of an input it returns unchanged (:func:`_continued`) is taken
+    back where that call's value was handed over (every recorded call reading it ran in another module,
+    :meth:`Trace.handed_over`), no node reading the node is matched to that call, and nodes of later calls were
+    written between the call's last node and this one: its module's work on the value was done, and the node is
+    a piece of a reader's call (a scale of one the exporter writes for a fused ``baddbmm`` reading a table its
+    caller made). Exporters write a call's pieces together: where none came between (a crop over two axes
+    written as two slices, the second keeping everything), the node goes on with the call, as it does where a
+    node reading it is matched to the same call (an ``addcmul`` written as a product, a times one and a sum).
+    """
+    readers = GraphIndex.of(graph).consumers
+    for node_index, call in continuing.items():
+        if projection.matched.get(node_index) != call or not trace.handed_over(call):
+            continue
+        following = [projection.matched.get(r) for output in graph.node[node_index].output
+                     for r in readers.get(output, ())]
+        start = max((i for i in range(node_index) if projection.matched.get(i) == call), default=node_index)
+        later = any(projection.matched.get(i, -1) > call for i in range(start + 1, node_index))
+        if later and following and call not in following and all(f is not None for f in following):
+            del projection.matched[node_index]
+            projection.equal_calls.pop(node_index, None)
+
+
 def _continued(
     node: "onnx.NodeProto",
     value: "np.ndarray",
@@ -419,7 +458,7 @@ def _continued(
     continued = set()
     for name in node.input:
         call = produced.get(name)
-        if call is None or call not in same or not identical(values.get(name), value):
+        if call is None or call not in same or not identical(values.get(name), value) :
             continue
         computes = any(
             other != name and getattr(values.get(other), "dtype", None) is not None

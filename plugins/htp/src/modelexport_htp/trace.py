@@ -84,6 +84,7 @@ class Trace:
     _summaries: dict[int, tuple] = field(default_factory=dict, repr=False)
     _unchanged: dict[int, bool] = field(default_factory=dict, repr=False)
     _passed_to: dict[int, int] = field(default_factory=dict, repr=False)
+    _readers: dict[int, list[int]] | None = field(default=None, repr=False)
 
     def output_summary(self, index: int) -> tuple:
         """The :func:`~modelexport_core.format.value_index.summary` of record ``index``'s first output, computed once."""
@@ -125,14 +126,53 @@ class Trace:
             self._passed_to[index] = record
         return self._passed_to[index]
 
-    def ancestors(self) -> list[int]:
-        """For each record, a bit set (an int) of every record it depends on through data flow."""
+    def handed_over(self, index: int) -> bool:
+        """Whether every call reading record ``index``'s value (through calls exporters write no node for, as
+        ``contiguous``) ran in another module than the one that made it: the value was handed over (a mask
+        or position table a model computes once for its layers), so its own module did nothing more with it.
+        ``False`` for a value nothing read."""
+        if self._readers is None:
+            self._readers = {}
+            for record in self.records:
+                for source in record.inputs:
+                    self._readers.setdefault(source, []).append(record.index)
+        own = self.records[index].stack
+        seen, todo, any_reader = {index}, [index], False
+        while todo:
+            for reader in self._readers.get(todo.pop(), ()):
+                if reader in seen:
+                    continue
+                seen.add(reader)
+                record = self.records[reader]
+                if record.dropped:
+                    todo.append(reader)
+                    continue
+                if record.stack == own:
+                    return False
+                any_reader = True
+        return any_reader
+
+    def ancestors(self, sized: bool = False) -> list[int]:
+        """For each record, a bit set (an int) of every record it depends on through data flow.
+
+        ``sized``: what is computed from a call reading no recorded tensor (a factory: ``ones``, ``arange``)
+        may also depend on every shape read recorded before that call, whose sizes reached it as Python
+        numbers the trace does not follow (``torch.ones(x.shape) * pad``); an exporter writes that dependence
+        as nodes (``Shape``, ``ConstantOfShape``). The factory's own entry stays empty: which of several equal
+        factories a node is, only time tells.
+        """
         result: list[int] = []
+        passed: list[int] = []  # what a record's readers depend on through it
+        sizes = 0  # every shape read so far, with what it depends on
         for record in self.records:
             bits = 0
             for source in record.inputs:
-                bits |= result[source] | (1 << source)
+                bits |= passed[source] | (1 << source)
             result.append(bits)
+            factory = sized and not record.inputs and not record.op.startswith(INPUT_PREFIX)
+            passed.append(bits | sizes if factory else bits)
+            if sized and record.shape_read:
+                sizes |= bits | (1 << record.index)
         return result
 
     def unread(self) -> set[int]:
