@@ -275,3 +275,15 @@ def test_nodes_computed_from_a_value_a_call_returned_as_it_took_it_are_pulled_in
     moved = hold_boundaries({0: "second", 1: "first", 2: "second", 3: "", 4: ""}, boundaries, constant_nodes(graph), {})
     assert moved.get(1) == "second"
     assert 0 not in moved  # the relu made the value: the act's, or the norm's fused with it
+
+
+def test_a_module_never_called_runs_no_node():
+    """A node tagged with a container of layers (no forward of its own: none of its calls ran) goes to the nearest
+    module that was called; one tagged below a called module that never ran goes to that module."""
+    graph, values, x = _graph()
+    boundaries = call_regions(graph, values, _events(values, x), [x])
+    assert boundaries.called == {"", "first", "second"}
+    moved = hold_boundaries({0: "first", 1: "", 2: "second", 3: "", 4: "stack"}, boundaries, {3}, {})
+    assert moved.get(4) == ""
+    moved = hold_boundaries({0: "first", 1: "", 2: "second.unused", 3: "", 4: ""}, boundaries, {3}, {})
+    assert moved.get(2) == "second"

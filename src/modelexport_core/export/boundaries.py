@@ -112,6 +112,8 @@ class Boundaries:
     undecided: dict[int, set[str]] = field(default_factory=dict)
     """For the unplaced nodes that ran in a call or in its caller (not the model inputs' integers, which may run
     anywhere): the modules of those calls. Calls enclosing them still pull such a node in."""
+    called: set[str] = field(default_factory=set)
+    """Every module some call of which ran (bounded or not); empty where that is not known."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -331,7 +333,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early))
         unplaced |= doubtful
     return Boundaries(regions, unbounded, loose, unplaced,
-                      {node: modules for node, modules in undecided.items() if node not in of_inputs})
+                      {node: modules for node, modules in undecided.items() if node not in of_inputs},
+                      {event.module for event in events})
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -534,7 +537,10 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     readers: where a reader moves, such a constant goes to the module holding all its readers. A node inside
     regions of calls on two lines of the tree goes to the call whose region lies within every other one (a
     module instance registered under two parents, called by the second: PyTorch names each of its calls by the
-    first name); where no region does (a value the exporter shared), it is left as it is.
+    first name); where no region does (a value the exporter shared), it is left as it is. A node tagged with a
+    module none of whose calls ran (a container of layers, which has no forward of its own: where a strategy
+    moved a node out of one of its layers, or took the layers' common ancestor) goes to the nearest module
+    that was called.
     """
     inside: dict[int, list[str]] = defaultdict(list)
     regions_of: dict[int, list[CallRegion]] = defaultdict(list)
@@ -577,6 +583,14 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                     tag = ".".join(parts[:depth - 1])
         if tag != module:
             moved[i] = tag
+    if boundaries.called:  # a module never called (a container: a list of layers) runs no node: its caller did
+        for i, module in node_modules.items():
+            tag = moved.get(i, module)
+            parts = tag.split(".") if tag else []
+            while parts and ".".join(parts) not in boundaries.called:
+                parts.pop()
+            if len(parts) < len(tag.split(".") if tag else []):
+                moved[i] = ".".join(parts)
     for i, readers in made_for.items():
         if i not in node_modules or not readers:
             continue
