@@ -287,3 +287,24 @@ def test_a_module_never_called_runs_no_node():
     assert moved.get(4) == ""
     moved = hold_boundaries({0: "first", 1: "", 2: "second.unused", 3: "", 4: ""}, boundaries, {3}, {})
     assert moved.get(2) == "second"
+
+
+def test_a_node_reading_weights_beside_other_readers_of_a_result_is_no_part_of_it():
+    """``first`` returns a; ``second`` takes it, scales it by weights of ones (a norm at its initial statistics:
+    its value equals a) beside a tanh of it, and adds the two. The scaling is second's, not first's result
+    passed on; a weight read by a result's one reader (a bias of zeros after a product) still passes it on."""
+    x = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -3.0]], dtype=np.float32)
+    ones = np.ones(3, dtype=np.float32)
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Mul", ["a", "w"], ["m"]),
+             helper.make_node("Tanh", ["a"], ["t"]), helper.make_node("Add", ["m", "t"], ["c"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2, 3])],
+                              [numpy_helper.from_array(ones, "w")])
+    a = np.maximum(x, 0)
+    values = {"a": a, "m": a * ones, "t": np.tanh(a), "c": a + np.tanh(a)}
+    events = [Event(True, "", (("x", x),)), Event(True, "first", (("x", x),)),
+              Event(False, "first", (("first result", a),)), Event(True, "second", (("first result", a),)),
+              Event(False, "second", (("second result", values["c"]),)), Event(False, "", (("root", values["c"]),))]
+    regions = {region.module: region for region in call_regions(graph, values, events, [x]).regions}
+    assert regions["first"].nodes == {0} and 1 not in regions["first"].unsure
+    assert regions["second"].nodes == {1, 2, 3}

@@ -220,9 +220,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     """The region of every call whose boundary values settle it (module docstring), from ``values``: the
     file's node outputs on the inputs the model ran on (``model_inputs``)."""
     import numpy as np
+    import onnx
 
     producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
     constant = constant_nodes(graph)
+    floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
+    sizes = {tensor.name: int(np.prod(tensor.dims)) if tensor.data_type in floats else 0 for tensor in graph.initializer}
     index: ValueIndex[str] = ValueIndex()
     uniform: dict[tuple, list[int]] = defaultdict(list)  # values of one number repeated: by shape, type, number
     for name, value in values.items():
@@ -255,13 +258,26 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         """Whether node ``later`` is computed from node ``earlier``'s output."""
         return earlier in ancestors([later], earlier - 1)
 
-    def passes_on(later: int, earlier: int) -> bool:
+    def weighs(name: str) -> bool:
+        """Whether a value is a tensor of weights: floats, more than one, from no graph input (an initializer,
+        or what is computed from initializers alone)."""
+        if name in sizes:
+            return sizes[name] > 1
+        value = values.get(name)
+        return name in producer and producer[name] in constant and getattr(value, "dtype", None) is not None \
+            and value.dtype.kind in "fc" and value.size > 1
+
+    def passes_on(later: int, earlier: int, ending: bool = False) -> bool:
         """Whether node ``later`` computes from node ``earlier``'s output, constants and integer values (shapes,
-        indices) alone: equal to it, it passed it on."""
+        indices) alone: equal to it, it passed it on. ``ending``: on from a call's result, a node reading
+        weights passes the value on only where it is the value's one reader (a bias of zeros added to a
+        layer's product); one of several readers computes from the result the call handed out (the next
+        block's norm at its initial statistics, beside the block's other layers reading the same value)."""
+        weights = not ending or len(readers.get(earlier, ())) <= 1
         made = set(graph.node[earlier].output)
         reads = [name for name in graph.node[later].input if name]
         return any(name in made for name in reads) and all(
-            name in made or name not in producer or producer[name] in constant
+            name in made or (name not in producer or producer[name] in constant) and (weights or not weighs(name))
             or getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
             for name in reads)
 
@@ -416,7 +432,7 @@ def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[in
 
 def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
            runs_on: dict[Hashable, list[int]], index: ValueIndex[str], producer: dict[str, int],
-           is_input: Callable[["np.ndarray"], bool], passes_on: Callable[[int, int], bool],
+           is_input: Callable[["np.ndarray"], bool], passes_on: Callable[..., bool],
            uniform: dict[tuple, list[int]], claims: tuple[dict[int, int], int], descends: Callable[[int, int], bool]
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
@@ -490,7 +506,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         node = candidates[0]
         chain = []
         while True:
-            following = [i for i in candidates if i > node and passes_on(i, node)]
+            following = [i for i in candidates if i > node and passes_on(i, node, ending=True)]
             if not following:
                 break
             node = following[0]
