@@ -264,8 +264,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if name in sizes:
             return sizes[name] > 1
         value = values.get(name)
-        return name in producer and producer[name] in constant and getattr(value, "dtype", None) is not None \
-            and value.dtype.kind in "fc" and value.size > 1
+        return name in producer and producer[name] in constant and value is not None \
+            and getattr(value, "dtype", None) is not None and value.dtype.kind in "fc" and value.size > 1
 
     def passes_on(later: int, earlier: int, ending: bool = False) -> bool:
         """Whether node ``later`` computes from node ``earlier``'s output, constants and integer values (shapes,
