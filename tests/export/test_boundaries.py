@@ -308,3 +308,26 @@ def test_a_node_reading_weights_beside_other_readers_of_a_result_is_no_part_of_i
     regions = {region.module: region for region in call_regions(graph, values, events, [x]).regions}
     assert regions["first"].nodes == {0} and 1 not in regions["first"].unsure
     assert regions["second"].nodes == {1, 2, 3}
+
+
+def test_a_call_taking_one_number_repeated_that_several_nodes_hold_is_still_bounded():
+    """``call`` takes tanh(x) and a tensor of zeros; two nodes hold zeros of that shape (x * 0 and t * 0), so which
+    one it took is not settled: the call is bounded by its other input and its result, the zeros' nodes are
+    left undecided (in the call or before it)."""
+    x = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -3.0]], dtype=np.float32)
+    zero = np.zeros((), dtype=np.float32)
+    nodes = [helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Mul", ["x", "z"], ["z1"]),
+             helper.make_node("Mul", ["t", "z"], ["z2"]), helper.make_node("Sin", ["t"], ["s"]),
+             helper.make_node("Sub", ["z2", "s"], ["r"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("r", TensorProto.FLOAT, [2, 3])],
+                              [numpy_helper.from_array(zero, "z")])
+    t = np.tanh(x)
+    values = {"t": t, "z1": x * 0, "z2": t * 0, "s": np.sin(t), "r": t * 0 - np.sin(t)}
+    events = [Event(True, "", (("x", x),)), Event(True, "call", (("t", t.copy()), ("zeros", np.zeros_like(x)))),
+              Event(False, "call", (("r", values["r"]),)), Event(False, "", (("root", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [x])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "call" not in boundaries.unbounded
+    assert {3, 4} <= regions["call"].nodes and 0 not in regions["call"].nodes
+    assert 2 in boundaries.unplaced

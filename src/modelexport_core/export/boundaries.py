@@ -482,8 +482,11 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         else:  # one number repeated (a mask that masks nothing): only the one node holding it serves
             number = _uniform(array)
             found = uniform.get(number, []) if number is not None else []
-            if len(found) != 1:
-                return None
+            if len(found) != 1:  # where several do (or none), which one it took is not settled: each that
+                held = [i for i in found if start < i < first]  # could be ran in the call or before it
+                sources.extend(held)
+                unsure.update(held)
+                continue
         before = [i for i in found if i < first] or [i for i in found if i == first]
         if not before:
             return None
