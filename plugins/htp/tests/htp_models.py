@@ -979,6 +979,32 @@ class DefaultTags(nn.Module):
         return self.words(ids) + self.paths(tags)
 
 
+class PaddedLookup(nn.Module):
+    """A second lookup of per-token ids its forward makes as the pad id, whose row is zeros: the lookup's value
+    tells nothing, only the weight it reads does."""
+
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.words = nn.Embedding(32, dim)
+        self.shapes = nn.Embedding(8, dim, padding_idx=0)
+        self.sounds = nn.Embedding(8, dim)
+        self.mix = nn.Linear(3 * dim, dim)
+
+    def forward(self, ids):
+        default = torch.zeros(ids.shape, dtype=torch.long)
+        return self.mix(torch.cat([self.words(ids), self.shapes(default), self.sounds(default)], dim=-1))
+
+
+class PaddedLookups(nn.Module):
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.embed = PaddedLookup(dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, ids):
+        return self.out(self.embed(ids))
+
+
 class TagPaths(nn.Module):
     def __init__(self, dim: int, depth: int, tags: int):
         super().__init__()
@@ -1060,6 +1086,11 @@ def sized_towers():
 def default_tags():
     torch.manual_seed(0)
     return DefaultTags().eval(), {"ids": torch.randint(0, 32, (2, 6))}
+
+
+def padded_lookup():
+    torch.manual_seed(0)
+    return PaddedLookups().eval(), {"ids": torch.randint(0, 32, (2, 6))}
 
 
 def table_stack():
@@ -1255,6 +1286,7 @@ CUSTOM_CASES: dict = {
     "shared_mask_stack": shared_mask_stack,
     "table_stack": table_stack,
     "default_tags": default_tags,
+    "padded_lookup": padded_lookup,
 }
 
 # Cases htp does not yet tag right, each tested as a strict expected failure.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from modelexport_htp.fill import tag_nodes
 from modelexport_htp.project import Projection
@@ -141,3 +141,30 @@ def test_a_node_matched_to_a_factory_is_no_known_place() -> None:
     how = {"range": "matched", "neg": "matched", "abs": "consumer"}
     # the arange was matched by time alone (it read no tensor): no evidence for the order checks; nor is a reader's tag
     assert known_places(graph, Projection(matched={0: 0, 1: 1}), trace, how) == ["neg"]
+
+
+def test_an_unmatched_node_reading_a_weight_ran_where_that_weight_was_read() -> None:
+    """A lookup of a zero row matches no value: its tag is the module whose calls read the weight it reads (the
+    table's own module), before its reader's (the caller's concatenation); not where the weight's values are
+    another parameter's too."""
+    from modelexport_htp.fill import tag_nodes
+
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["looked"], name="lookup"),
+             helper.make_node("Concat", ["looked", "x"], ["joined"], name="join", axis=-1)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2]),
+                     helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("joined", TensorProto.FLOAT, [2, 6])],
+        [numpy_helper.from_array(np.zeros((4, 3), dtype=np.float32), "table")])
+    model = helper.make_model(graph)
+    records = [OpRecord(0, "input:ids", (), (), ()), OpRecord(1, "input:x", (), (), ()),
+               OpRecord(2, "embedding", ("embed", "embed.shapes"), (0,), ("embed.shapes.weight",)),
+               OpRecord(3, "cat", ("embed",), (2, 1), ())]
+    trace = Trace(records=records, execution_trace=["", "embed", "embed.shapes"],
+                  param_owners={"embed.shapes.weight": "embed.shapes"}, param_values={})
+    values = {"looked": np.zeros((2, 3), dtype=np.float32), "joined": np.zeros((2, 6), dtype=np.float32)}
+    one = Projection(matched={1: 3}, initializer_params={"table": frozenset({"embed.shapes.weight"})})
+    tags, _, how = tag_nodes(model, one, trace, values, "torchscript")
+    assert tags["lookup"] == "embed.shapes" and how["lookup"] == "parameter owner"
+    two = Projection(matched={1: 3}, initializer_params={"table": frozenset({"embed.shapes.weight", "other.weight"})})
+    assert tag_nodes(model, two, trace, values, "torchscript")[0]["lookup"] == "embed"

@@ -19,7 +19,7 @@ to the module owning the parameter its consumer read.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from modelexport_core.sdk import GraphIndex, common_ancestor, fill_missing_modules, is_ancestor
@@ -190,6 +190,10 @@ def tag_nodes(
                 element_reads[node_index] = (module, position, read)
 
     consumers = [index.node_consumers(graph, i) for i in range(len(keys))]
+    param_reads: dict[str, set[str]] = defaultdict(set)  # each parameter: the modules whose calls read it
+    for record in trace.records:
+        for name in record.params:
+            param_reads[name].add(record.module)
     matched = sorted(projection.matched)  # matched nodes in the order they were written
     running_call = _running_calls(matched, projection, trace, modules)
     ran_before = _made_before_the_call(graph, index, values, matched, projection, trace, running_call, executed)
@@ -200,7 +204,7 @@ def tag_nodes(
         served = [c for c in consumers[node_index] if c in modules]
         if not served:
             continue
-        owner = _initializer_owner(node, served, projection, trace)
+        owner = _initializer_owner(node, served, projection, trace) or _read_only_in(node, projection, trace, param_reads)
         served_modules = list(dict.fromkeys(modules[c] for c in served))
         first = min(served, key=lambda c: (time.get(c, float("inf")), order.get(modules[c], 0)))
         time[node_index] = time.get(first, float("inf"))
@@ -520,6 +524,28 @@ def _outermost(qualnames: Iterable[str]) -> list[str]:
     """The given modules without those inside another one given, in first-seen order."""
     names = list(dict.fromkeys(qualnames))
     return [n for n in names if not any(o != n and is_ancestor(o, n) for o in names)]
+
+
+def _read_only_in(
+    node: "onnx.NodeProto", projection: Projection, trace: Trace, param_reads: dict[str, set[str]]
+) -> str | None:
+    """For a node reading weights no value matched (a lookup of a zero row): the one module whose calls read them.
+
+    Each weight must be one parameter (its values equal no other's), and every recorded call reading those
+    parameters ran in the same module: the node ran where they were read (a layer's own weight, or its
+    caller's code reading a child's weight directly).
+    """
+    if node.op_type == "Identity":
+        return None
+    found: set[str] = set()
+    for name in node.input:
+        params = projection.initializer_params.get(name)
+        if not params:
+            continue
+        if len(params) != 1:
+            return None
+        found |= param_reads.get(next(iter(params)), set())
+    return next(iter(found)) if len(found) == 1 else None
 
 
 def _initializer_owner(
