@@ -604,12 +604,11 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             moved[i] = tag
     if boundaries.called:  # a module never called (a container: a list of layers) runs no node: its caller did
         for i, module in node_modules.items():
-            tag = moved.get(i, module)
-            parts = tag.split(".") if tag else []
-            while parts and ".".join(parts) not in boundaries.called:
-                parts.pop()
-            if len(parts) < len(tag.split(".") if tag else []):
-                moved[i] = ".".join(parts)
+            tag = called = moved.get(i, module)
+            while called and called not in boundaries.called:
+                called = called.rpartition(".")[0]
+            if called != tag:
+                moved[i] = called
     for i, readers in made_for.items():
         if i not in node_modules or not readers:
             continue

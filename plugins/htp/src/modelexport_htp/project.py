@@ -385,7 +385,7 @@ def project(
     _align_backwards(graph, values, trace, projection, used_records, node_holds)
     _last_reads_before_use(graph, projection, shape_reads, trace, values)
     _lowered_shapes(graph, projection, trace)
-    _pieces_of_a_reader(graph, projection, trace, continuing)
+    _pieces_of_a_reader(graph, projection, trace, continuing, readers)
     _amid_another_call(projection, trace)
     return projection
 
@@ -414,7 +414,8 @@ def _amid_another_call(projection: Projection, trace: Trace) -> None:
 
 
 def _pieces_of_a_reader(
-    graph: "onnx.GraphProto", projection: Projection, trace: Trace, continuing: dict[int, int]
+    graph: "onnx.GraphProto", projection: Projection, trace: Trace, continuing: dict[int, int],
+    readers: dict[str, list[int]],
 ) -> None:
     """Unmatch a node that changes nothing in a handed-over value and that the value's call does not go on in.
 
@@ -426,8 +427,8 @@ def _pieces_of_a_reader(
     caller made). Exporters write a call's pieces together: where none came between (a crop over two axes
     written as two slices, the second keeping everything), the node goes on with the call, as it does where a
     node reading it is matched to the same call (an ``addcmul`` written as a product, a times one and a sum).
+    ``readers``: the nodes reading each value.
     """
-    readers = GraphIndex.of(graph).consumers
     for node_index, call in continuing.items():
         if projection.matched.get(node_index) != call or not trace.handed_over(call):
             continue
@@ -458,7 +459,7 @@ def _continued(
     continued = set()
     for name in node.input:
         call = produced.get(name)
-        if call is None or call not in same or not identical(values.get(name), value) :
+        if call is None or call not in same or not identical(values.get(name), value):
             continue
         computes = any(
             other != name and getattr(values.get(other), "dtype", None) is not None

@@ -126,20 +126,25 @@ class Trace:
             self._passed_to[index] = record
         return self._passed_to[index]
 
-    def handed_over(self, index: int) -> bool:
-        """Whether every call reading record ``index``'s value (through calls exporters write no node for, as
-        ``contiguous``) ran in another module than the one that made it: the value was handed over (a mask
-        or position table a model computes once for its layers), so its own module did nothing more with it.
-        ``False`` for a value nothing read."""
+    def readers(self) -> dict[int, list[int]]:
+        """For each record, the records that read its output, in order; computed once."""
         if self._readers is None:
             self._readers = {}
             for record in self.records:
                 for source in record.inputs:
                     self._readers.setdefault(source, []).append(record.index)
+        return self._readers
+
+    def handed_over(self, index: int) -> bool:
+        """Whether every call reading record ``index``'s value (through calls exporters write no node for, as
+        ``contiguous``) ran in another module than the one that made it: the value was handed over (a mask
+        or position table a model computes once for its layers), so its own module did nothing more with it.
+        ``False`` for a value nothing read."""
+        readers = self.readers()
         own = self.records[index].stack
         seen, todo, any_reader = {index}, [index], False
         while todo:
-            for reader in self._readers.get(todo.pop(), ()):
+            for reader in readers.get(todo.pop(), ()):
                 if reader in seen:
                     continue
                 seen.add(reader)
@@ -183,10 +188,7 @@ class Trace:
         from modelexport_core.sdk import identical
 
         used = [False] * len(self.records)
-        readers: dict[int, list[int]] = {}
-        for record in self.records:
-            for source in record.inputs:
-                readers.setdefault(source, []).append(record.index)
+        readers = self.readers()
         outputs = [o for o in self.model_outputs if o is not None]
         for record in reversed(self.records):
             used[record.index] = (
