@@ -964,6 +964,38 @@ class TableStack(nn.Module):
         return hidden
 
 
+class ReturnedBias(nn.Module):
+    """Projects without a bias and returns its own bias (zeros at init) for the caller to add."""
+
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.dense = nn.Linear(dim, dim, bias=False)
+        self.dense_bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return self.dense(torch.tanh(x)), self.dense_bias
+
+
+class CallerBiasStack(nn.Module):
+    """Layers adding the bias their child hands back, expanded to the residual's shape, to the child's output: the
+    sum equals the child's product, but the weight it adds is one the product never read. The root reads the
+    embedding's shape first (the exporter's read of it for the first expansion is matched there)."""
+
+    def __init__(self, dim: int = 16, layers: int = 2):
+        super().__init__()
+        self.embed = nn.Linear(dim, dim)
+        self.blocks = nn.ModuleList(ReturnedBias(dim) for _ in range(layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(layers))
+
+    def forward(self, x):
+        hidden = self.embed(x)
+        steps = torch.arange(hidden.shape[1], dtype=hidden.dtype)
+        for block, norm in zip(self.blocks, self.norms):
+            out, bias = block(hidden)
+            hidden = norm(out + bias.expand_as(hidden) + hidden)
+        return hidden + steps[None, :, None]
+
+
 class DefaultTags(nn.Module):
     """Embeds per-token tag paths, made in its caller's forward where none are given: a factory sized by the ids'
     shape, times a pad id (the trace sees no tensor link from the ids to the tags; the exporter writes one)."""
@@ -1095,6 +1127,10 @@ def padded_lookup():
 
 def table_stack():
     return _seeded(TableStack, ("x", (2, 6, 16)))
+
+
+def caller_bias_stack():
+    return _seeded(CallerBiasStack, ("x", (2, 6, 16)))
 
 
 def handed_mask():
@@ -1287,6 +1323,7 @@ CUSTOM_CASES: dict = {
     "table_stack": table_stack,
     "default_tags": default_tags,
     "padded_lookup": padded_lookup,
+    "caller_bias_stack": caller_bias_stack,
 }
 
 # Cases htp does not yet tag right, each tested as a strict expected failure.

@@ -263,6 +263,8 @@ def project(
     readers = GraphIndex.of(graph).consumers
     unread = trace.unread()  # calls whose value nothing used: of equal candidates, the exporter wrote the others
     continuing: dict[int, int] = {}  # nodes reading no weight matched to the call of an input they return unchanged
+    weighed: dict[str, frozenset[str]] = {}  # the parameters unmatched nodes' values may hold (all candidates)
+    read_by = _weights_read(trace, dependent)
 
     for node_index, node in enumerate(graph.node):
         frontier: set[frozenset[int]] = set()
@@ -304,6 +306,8 @@ def project(
                     same = candidates.find_permuted(value, measured)
                     reordered = bool(same)
                 continued = _continued(node, value, same, produced, values, anchors)
+                continued = {call for call in continued if not _adds_others_weight(node, call, read_by,
+                                                                                      params_of, weighed)}
                 # where no call is causal, one computed from a factory sized by a shape read upstream is
                 # (the trace does not follow sizes as Python numbers; the exporter writes them as nodes)
                 for lineage in (ancestors, sized):
@@ -341,6 +345,8 @@ def project(
             if not found:
                 anchors[output] = frozenset(frontier)
                 carried[output] = node_holds[node_index]
+                weighed[output] = frozenset().union(
+                    *(params_of.get(name, frozenset()) | weighed.get(name, frozenset()) for name in node.input))
                 reach[output] = around
                 continue
             reach[output] = Held.union(identifying, any(name in computed for name in node.input))
@@ -469,6 +475,39 @@ def _continued(
         if not computes:
             continued.add(call)
     return continued
+
+
+def _weights_read(trace: Trace, dependent: list[bool]) -> Callable[[int], frozenset[str]]:
+    """For a call, the parameters it read: directly, or through calls computing from parameters alone (a weight
+    transposed or unsqueezed before use). Computed on first use, for every call in one pass."""
+    known: list[frozenset[str]] = []
+
+    def read(index: int) -> frozenset[str]:
+        if not known:
+            for record in trace.records:
+                known.append(frozenset(record.params).union(
+                    *(known[source] for source in record.inputs if not dependent[source])))
+        return known[index]
+
+    return read
+
+
+def _adds_others_weight(
+    node: "onnx.NodeProto", call: int, read_by: Callable[[int], frozenset[str]],
+    params_of: dict[str, frozenset[str]], weighed: dict[str, frozenset[str]],
+) -> bool:
+    """Whether ``node`` combines a call's value with a weight the call never read: a weight none of whose candidate
+    parameters (``params_of`` for initializers, ``weighed`` for what unmatched nodes made of them) the call read.
+
+    The exporter's later pieces of a call read the call's own weights (a Linear's zero bias); a node adding another
+    module's weight (a zero bias the caller adds itself) is a call of its own, even where it changes no value.
+    """
+    read = read_by(call)
+    for name in node.input:
+        weights = params_of.get(name, frozenset()) | weighed.get(name, frozenset())
+        if weights and not weights & read:
+            return True
+    return False
 
 
 def _performed_last(

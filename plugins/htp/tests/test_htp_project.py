@@ -1,0 +1,29 @@
+"""Unit tests of the projection's passes on tiny hand-made traces and nodes."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.unit  # the fast tier, run first
+
+
+def test_a_node_adding_a_weight_its_input_call_never_read_does_not_continue_that_call() -> None:
+    """A call's value plus a zero bias the call read (a Linear's own bias, through a transpose of it) goes on with
+    the call; plus a bias its caller expanded from a parameter the call never read, it does not."""
+    from onnx import helper
+
+    from modelexport_htp.project import _adds_others_weight, _weights_read
+    from modelexport_htp.trace import OpRecord, Trace
+
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "t", ("block.dense",), (), ("block.dense.bias",)),
+               OpRecord(2, "linear", ("block.dense",), (0, 1), ("block.dense.weight",)),
+               OpRecord(3, "expand_as", ("",), (0,), ("block.dense_bias",)), OpRecord(4, "add", ("",), (2, 3), ())]
+    trace = Trace(records=records, execution_trace=["", "block", "block.dense"], param_owners={}, param_values={})
+    read_by = _weights_read(trace, trace.input_dependent())
+    assert read_by(2) == {"block.dense.weight", "block.dense.bias"}
+    params_of = {"bias": frozenset({"block.dense.bias", "block.dense_bias"}), "caller_bias": frozenset({"block.dense_bias"})}
+    own = helper.make_node("Add", ["product", "bias"], ["sum"])
+    assert not _adds_others_weight(own, 2, read_by, params_of, {})  # one of its candidates is the call's
+    others = helper.make_node("Add", ["product", "expanded"], ["sum"])
+    assert _adds_others_weight(others, 2, read_by, params_of, {"expanded": frozenset({"block.dense_bias"})})
+    assert not _adds_others_weight(others, 2, read_by, params_of, {})  # nothing says what it holds
