@@ -87,7 +87,9 @@ def render(results: Any, models: list[str], strategies: list[str], batches: list
         "",
         "Each model is exported with each strategy alone and verified in onnxruntime (example shape and a second "
         "shape); a number is the share of nodes whose tag matches PyTorch's own record of the module that made them "
-        "(`modelexport_core.measure.agreement.measure_agreement`, the judgement of `modelexport compare`); `cN` counts nodes "
+        "(`modelexport_core.measure.agreement.measure_agreement`, the judgement of `modelexport compare`; where the "
+        "dynamo exporter's record stops at a module whose forward it inlined, one run under `torch.no_grad`, a tag at "
+        "or below that module agrees); `cN` counts nodes "
         "tagged to a sibling layer (contamination); `x` is a failed export with its short cause. Models whose drawn "
         "configuration does not build in PyTorch are listed apart and counted for no strategy.",
         "",

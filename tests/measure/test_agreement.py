@@ -71,3 +71,71 @@ def test_a_published_file_is_read_with_the_models_own_names(tmp_path):
     tags = HierarchyTags.from_model(model, False)
     measured = measure_agreement(graph, node_tags, "torchscript", tags, names, wrapped=False)
     assert measured.agreement == 1.0 and measured.contaminated == 0
+
+
+class _Scale(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gain = torch.nn.Parameter(torch.rand(4) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.gain
+
+
+class _NoGradBranch(torch.nn.Module):
+    """A forward run under ``torch.no_grad`` calling a child of its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = _Scale()
+
+    @torch.no_grad()
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scale(x).relu()
+
+
+class _WithNoGradBranch(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.out = _Scale()
+        self.branch = _NoGradBranch()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(x) - self.branch(x)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_record_stopping_at_an_inlined_forward_accepts_its_children_and_nothing_outside() -> None:
+    """The dynamo exporter records the nodes of a ``no_grad`` forward at the module that entered it, not at the
+    child that ran them (it inlines a graph it generated): a tag naming that child agrees with such a record; a
+    tag outside the module does not, and a node recorded as usual still needs its exact module."""
+    import contextlib
+    import io
+
+    from modelexport_core.format.reference import dynamo_node_modules, inlined_nodes
+    from modelexport_core.format.tags import HierarchyTags
+    from modelexport_core.format.writer import NodeTag
+    from modelexport_core.measure.agreement import measure_agreement
+
+    model = _WithNoGradBranch().eval()
+    wrapper = torch.nn.Module()  # exported as this tool does: the model held as ``model`` (its records say so)
+    wrapper.model = model
+    wrapper.forward = lambda x: model(x)
+    with contextlib.redirect_stdout(io.StringIO()):
+        graph = torch.onnx.export(wrapper, (torch.randn(2, 4),), dynamo=True, opset_version=18).model_proto
+    recorded = dynamo_node_modules(graph)
+    inlined = inlined_nodes(graph)
+    product = next(n.name for n in graph.graph.node if n.op_type == "Mul" and recorded[n.name] == "branch")
+    assert product in inlined  # the child's product, recorded at the branch
+    assert not inlined & {name for name, module in recorded.items() if module != "branch"}
+    tags = HierarchyTags.from_model(model)
+    truth = {name: ("branch.scale" if name == product else module or "") for name, module in recorded.items()}
+
+    def agreement(modules: dict[str, str]) -> float | None:
+        node_tags = {name: NodeTag(tags.tag_of(module), module) for name, module in modules.items()}
+        return measure_agreement(graph, node_tags, "dynamo", tags, []).agreement
+
+    assert agreement(truth) == 1.0
+    assert agreement({**truth, product: "out"}) < 1.0
+    other = next(name for name, module in recorded.items() if module == "out")
+    assert agreement({**truth, other: "branch.scale"}) < 1.0

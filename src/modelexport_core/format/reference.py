@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     import onnx
 
 NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+STACK_TRACE_KEY = "pkg.torch.onnx.stack_trace"
+_GENERATED_SOURCE = 'File "<eval_with_key>'
 _REPEAT_SUFFIX = re.compile(r"^(.*)_(\d+)$")
 
 
@@ -49,6 +51,19 @@ def dynamo_node_modules(model: "onnx.ModelProto", wrapped: bool = True) -> dict[
         modules = names[:-1]
         result[node_key(node, i)] = _strip_wrapper(modules[-1], wrapped) if modules else ""
     return result
+
+
+def inlined_nodes(model: "onnx.ModelProto") -> set[str]:
+    """Nodes the dynamo exporter took from a graph it generated and inlined (a forward run under ``torch.no_grad``
+    is captured as such a graph): their source is the generated code, and their ``name_scopes`` stop at the module
+    whose call entered it, the modules called inside unrecorded. Their record says "in this module", not "in this
+    module itself"."""
+    inlined = set()
+    for i, node in enumerate(model.graph.node):
+        props = {p.key: p.value for p in node.metadata_props}
+        if NAME_SCOPES_KEY in props and props.get(STACK_TRACE_KEY, "").startswith(_GENERATED_SOURCE):
+            inlined.add(node_key(node, i))
+    return inlined
 
 
 def unqualified_name(qualname: str) -> str:

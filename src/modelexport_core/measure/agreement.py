@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from modelexport_core.format.reference import dynamo_node_modules, torchscript_node_modules
+from modelexport_core.format.reference import dynamo_node_modules, inlined_nodes, torchscript_node_modules
 from modelexport_core.format.tags import HierarchyTags
 from modelexport_core.format.writer import NodeTag
 
@@ -42,13 +42,21 @@ def measure_agreement(
     wrapped: bool = True,
 ) -> Agreement:
     """Compare ``node_tags`` with PyTorch's records in ``onnx_model``; ``module_names`` and ``wrapped`` as
-    :func:`reference_modules` takes them."""
+    :func:`reference_modules` takes them. Where the record names only the module a node ran inside
+    (:func:`inlined_nodes`), a tag naming that module or one below it agrees."""
     reference = reference_modules(onnx_model, exporter, module_names, wrapped)
     known = {node: module for node, module in reference.items() if module is not None}
-    agreeing = sum(1 for node, module in known.items() if node_tags[node].tag == tags.tag_of(module))
+    inside = inlined_nodes(onnx_model) if exporter == "dynamo" else set()
+    agreeing = sum(1 for node, module in known.items() if node_tags[node].tag == tags.tag_of(module)
+                   or (node in inside and _within(node_tags[node].module, module)))
     contaminated = sibling_contamination({n: t.module for n, t in node_tags.items()},
                                          {n: tags.kept_module(m) for n, m in known.items()})
     return Agreement(len(known), agreeing / len(known) if known else None, len(contaminated))
+
+
+def _within(qualname: str, ancestor: str) -> bool:
+    """Whether module ``qualname`` is ``ancestor`` or one of its descendants."""
+    return not ancestor or qualname == ancestor or qualname.startswith(ancestor + ".")
 
 
 def sibling_contamination(node_modules: dict[str, str], reference: dict[str, str | None]) -> list[str]:
