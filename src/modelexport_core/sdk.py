@@ -7,7 +7,8 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
   and the errors a strategy raises (``StrategyUnavailable``, ``StrategyFailed``, ``ModelMismatchError``);
 - module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
-  ``EVIDENCE_KIND``), ``hold_call_boundaries`` (and ``BOUNDARY_KIND``),
+  ``EVIDENCE_KIND``), ``hold_call_boundaries`` (and ``BOUNDARY_KIND``,
+  ``recording_calls`` and its ``CallEvent``s: the calls an exporter's run of the model made),
   ``tensors_in`` (the tensors in a call's arguments or outputs); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
   ``StreamedTensor``, ``StreamedModel``; values: ``value_checksum``, ``value_fingerprint``, ``ExactValues``,
   ``intermediate_values`` (every node output of a file, computed by onnxruntime), ``ValueIndex`` with ``informative``, ``faded``,
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 from modelexport_core.errors import ModelMismatchError, first_line
 from modelexport_core.export.boundaries import EVIDENCE_KIND as BOUNDARY_KIND
-from modelexport_core.export.boundaries import hold_call_boundaries, tensors_in
+from modelexport_core.export.boundaries import Event as CallEvent
+from modelexport_core.export.boundaries import hold_call_boundaries, recording_calls, tensors_in
 from modelexport_core.export.containment import EVIDENCE_KIND, hold_call_containment, hold_causality
 from modelexport_core.export.exporters import as_exported, export_dynamo, export_torchscript
 from modelexport_core.format.checksum import ExactValues, value_checksum, value_fingerprint
@@ -66,6 +68,7 @@ from modelexport_core.prepare.wrapper import fixed_keywords
 
 __all__ = [
     "BOUNDARY_KIND",
+    "CallEvent",
     "EVIDENCE_KIND",
     "EXPORTER_OPTION",
     "ExactValues",
@@ -108,6 +111,7 @@ __all__ = [
     "node_key",
     "parent_qualname",
     "recorded_output_names",
+    "recording_calls",
     "save_with_initializers",
     "stub_file",
     "takes_keywords",

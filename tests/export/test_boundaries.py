@@ -331,3 +331,33 @@ def test_a_call_taking_one_number_repeated_that_several_nodes_hold_is_still_boun
     assert "call" not in boundaries.unbounded
     assert {3, 4} <= regions["call"].nodes and 0 not in regions["call"].nodes
     assert 2 in boundaries.unplaced
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_calls_recorded_under_the_exporters_trace_are_the_eager_calls_and_leave_the_file_alone(tmp_path):
+    """The values crossing every call, recorded while the TorchScript exporter traces the model, are those of an
+    eager run; the file made meanwhile is the file made without recording."""
+    import torch
+
+    from modelexport_core.export.boundaries import record_calls, recording_calls
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x.mul_(2.0)  # an in-place update: a new version of the tensor taken
+            return self.proj(x).relu() + x
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Block(), Block()).eval()
+    x = torch.randn(2, 4)
+    eager = record_calls(model, lambda: model(x.clone()))
+    torch.onnx.export(model, (x.clone(),), str(tmp_path / "plain.onnx"), dynamo=False)
+    with recording_calls(model) as traced:
+        torch.onnx.export(model, (x.clone(),), str(tmp_path / "recorded.onnx"), dynamo=False)
+    assert [(e.begins, e.module, len(e.values)) for e in traced] == [(e.begins, e.module, len(e.values)) for e in eager]
+    assert all(np.array_equal(a, b) for t, e in zip(traced, eager) for (_, a), (_, b) in zip(t.values, e.values))
+    plain, recorded = (onnx.load(str(tmp_path / f"{n}.onnx")).graph for n in ("plain", "recorded"))
+    assert [(n.op_type, list(n.input)) for n in recorded.node] == [(n.op_type, list(n.input)) for n in plain.node]

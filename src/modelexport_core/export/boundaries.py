@@ -54,6 +54,7 @@ Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: thei
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
@@ -144,12 +145,23 @@ def _copy(tensor: "torch.Tensor") -> "np.ndarray":
 
 
 def record_calls(model: "torch.nn.Module", run: Callable[[], object]) -> list[Event]:
-    """Run ``run()`` with hooks on every module of ``model``: each call's tensor inputs as it begins, its tensor
-    outputs as it ends. Tensors are told apart by object and version (an in-place op makes a new version);
-    each tensor version is copied once, however many calls take or return it (a caller's input is most often
-    its first child's too), and no tensor is kept alive for it: an object that died and one that took its
-    identity get different keys."""
+    """Run ``run()`` with hooks on every module of ``model`` (:func:`recording_calls`) and return the events."""
+    with recording_calls(model) as events:
+        run()
+    return events
+
+
+@contextmanager
+def recording_calls(model: "torch.nn.Module") -> Iterator[list[Event]]:
+    """While the block runs, hooks on every module of ``model`` record each call's tensor inputs as it begins and its
+    tensor outputs as it ends in the list yielded. Tensors are told apart by object and version (an in-place op makes
+    a new version); each tensor version is copied once, however many calls take or return it (a caller's input is
+    most often its first child's too), and no tensor is kept alive for it: an object that died and one that took its
+    identity get different keys. Under the TorchScript exporter's trace, the copies are made with tracing off: the
+    values are the ones the file is made from, and the trace records nothing of the copying."""
     import weakref
+
+    import torch
 
     events: list[Event] = []
     copies: dict[Hashable, "np.ndarray"] = {}
@@ -164,11 +176,18 @@ def record_calls(model: "torch.nn.Module", run: Callable[[], object]) -> list[Ev
 
     def values(found: Any) -> tuple[Value, ...]:
         recorded = []
-        for tensor in tensors_in(found):
-            name = key(tensor)
-            if name not in copies:
-                copies[name] = _copy(tensor)
-            recorded.append((name, copies[name]))
+        tracing = torch._C._get_tracing_state()
+        if tracing is not None:
+            torch._C._set_tracing_state(None)  # type: ignore[attr-defined]  # no stub; the tracer's own switch
+        try:
+            for tensor in tensors_in(found):
+                name = key(tensor)
+                if name not in copies:
+                    copies[name] = _copy(tensor)
+                recorded.append((name, copies[name]))
+        finally:
+            if tracing is not None:
+                torch._C._set_tracing_state(tracing)  # type: ignore[attr-defined]
         return tuple(recorded)
 
     handles = []
@@ -182,11 +201,10 @@ def record_calls(model: "torch.nn.Module", run: Callable[[], object]) -> list[Ev
         handles.append(module.register_forward_pre_hook(begin, with_kwargs=True))
         handles.append(module.register_forward_hook(end, with_kwargs=True))
     try:
-        run()
+        yield events
     finally:
         for handle in handles:
             handle.remove()
-    return events
 
 
 def made_for_readers(graph: "onnx.GraphProto", constant: set[int]) -> dict[int, list[int]]:
@@ -631,14 +649,16 @@ def _deepest(modules: list[str]) -> str | None:
 
 def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", node_modules: dict[str, str],
                          exporter: str, weights: "Path | StreamedModel | None" = None,
-                         values: dict[str, "np.ndarray"] | None = None) -> dict[str, str]:
+                         values: dict[str, "np.ndarray"] | None = None,
+                         events: list[Event] | None = None) -> dict[str, str]:
     """The nodes (by name) whose module the values crossing each module call's boundary settle otherwise, with
     that module; none where the model or the file cannot run on ``ctx.args``. Constants keep the strategy's
     tags, except where their readers moved.
 
-    The model runs once more as ``exporter`` ran it; ``values``: the file's node outputs on ``ctx.args``
-    where the strategy has them (else onnxruntime computes them, the weights taken from ``weights`` for a
-    graph loaded without them).
+    ``events``: the calls recorded while the exporter ran the model (:func:`recording_calls`), where the strategy
+    has them; else the model runs once more as ``exporter`` ran it. ``values``: the file's node outputs on
+    ``ctx.args`` where the strategy has them (else onnxruntime computes them, the weights taken from ``weights``
+    for a graph loaded without them).
     """
     import torch
 
@@ -651,10 +671,11 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
             return record_calls(ctx.model, lambda: ctx.module(*ctx.args))
 
     try:
-        try:
-            events = recorded(exporter)
-        except Exception:  # noqa: BLE001 - the exporter's path does not run eagerly (code reading traced sizes)
-            events = recorded(None)
+        if not events:
+            try:
+                events = recorded(exporter)
+            except Exception:  # noqa: BLE001 - the exporter's path does not run eagerly (code reading traced sizes)
+                events = recorded(None)
         if values is None:
             values = intermediate_values(onnx_model, ctx.input_names, ctx.args, weights)
     except Exception:  # noqa: BLE001 - without the values the strategy's tags stand

@@ -26,6 +26,7 @@ from modelexport_core.sdk import (
     hold_call_boundaries,
     hold_call_containment,
     hold_causality,
+    recording_calls,
 )
 from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # the passes load when a model is tagged, not when the strate
     import onnx
     import torch
 
-    from modelexport_core.sdk import StreamedModel
+    from modelexport_core.sdk import CallEvent, StreamedModel
 
     from .graph_values import ArrayReader
 
@@ -81,16 +82,17 @@ class UsageBasedStrategy(TaggingStrategy):
 
         from .helper_sizes import counting_calls
 
-        with counting_calls(ctx.model) as calls:  # the exporter's trace runs the model once: its calls are counted
+        # the exporter's trace runs the model once: its calls are counted, and the values crossing them recorded
+        with counting_calls(ctx.model) as calls, recording_calls(ctx.model) as events:
             unwritten = export_torchscript(ctx, onnx_path, in_memory=ctx.may_leave_unwritten)
         folder = Path(onnx_path).parent
         # the graph only: each weight is read from where the exporter put it when it is compared, then let go
         if unwritten is not None:
-            result = self._tag(ctx, unwritten.model, unwritten.value, calls, weights=unwritten)
+            result = self._tag(ctx, unwritten.model, unwritten.value, calls, weights=unwritten, events=events)
             result.unwritten = unwritten
         else:
             result = self._tag(ctx, load_graph(Path(onnx_path)), lambda tensor: tensor_value(tensor, folder), calls,
-                               weights=Path(onnx_path))
+                               weights=Path(onnx_path), events=events)
         result.exporter = "torchscript"
         return result
 
@@ -99,9 +101,10 @@ class UsageBasedStrategy(TaggingStrategy):
 
     def _tag(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", read: "ArrayReader | None",
              counted: tuple[dict[str, int], dict[str, int]] | None = None,
-             weights: "Path | StreamedModel | None" = None) -> TaggingResult:
+             weights: "Path | StreamedModel | None" = None, events: "list[CallEvent] | None" = None) -> TaggingResult:
         """Tag ``onnx_model``; ``counted``: each module's call count and first call in one run, where known;
-        ``weights``: where the weights of a graph loaded without them are (for onnxruntime)."""
+        ``weights``: where the weights of a graph loaded without them are (for onnxruntime); ``events``: the
+        calls recorded as the exporter ran the model, where known."""
         from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
         from .helper_sizes import helper_exports, module_calls
         from .module_tree import ModuleTree
@@ -148,7 +151,8 @@ class UsageBasedStrategy(TaggingStrategy):
         timely = hold_causality(graph, held.node_modules, first_call, reused, anchored)
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
-        bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights)
+        bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights,
+                                       events=events)
         node_modules.update(bounded)
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
