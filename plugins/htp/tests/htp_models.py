@@ -996,6 +996,45 @@ class CallerBiasStack(nn.Module):
         return hidden + steps[None, :, None]
 
 
+class BlockMaskedAttention(nn.Module):
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x, mask):
+        q, k, v = self.qkv(x).unsqueeze(1).chunk(3, dim=-1)
+        return self.out(nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask).squeeze(1))
+
+
+class BlockMaskedEncoder(nn.Module):
+    def __init__(self, dim: int = 16, layers: int = 2):
+        super().__init__()
+        self.layers = nn.ModuleList(BlockMaskedAttention(dim) for _ in range(layers))
+
+    def forward(self, x, mask):
+        for layer in self.layers:
+            x = x + layer(x, mask)
+        return x
+
+
+class ZeroMaskStack(nn.Module):
+    """The root builds a block mask that comes out all zeros (one block) and hands it to an encoder whose layers
+    each add it inside their attention: the mask's value says nothing, and only nodes of the layers read it."""
+
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.embed = nn.Linear(dim, dim)
+        self.encoder = BlockMaskedEncoder(dim)
+
+    def forward(self, x):
+        hidden = self.embed(x)
+        length = hidden.shape[1]
+        mask = torch.full((length, length), torch.finfo(hidden.dtype).min)
+        mask[:length, :length] = 0
+        return self.encoder(hidden, mask[None, None].expand(hidden.shape[0], 1, -1, -1))
+
+
 class DefaultTags(nn.Module):
     """Embeds per-token tag paths, made in its caller's forward where none are given: a factory sized by the ids'
     shape, times a pad id (the trace sees no tensor link from the ids to the tags; the exporter writes one)."""
@@ -1131,6 +1170,10 @@ def table_stack():
 
 def caller_bias_stack():
     return _seeded(CallerBiasStack, ("x", (2, 6, 16)))
+
+
+def zero_mask_stack():
+    return _seeded(ZeroMaskStack, ("x", (2, 6, 16)))
 
 
 def handed_mask():
@@ -1324,6 +1367,7 @@ CUSTOM_CASES: dict = {
     "default_tags": default_tags,
     "padded_lookup": padded_lookup,
     "caller_bias_stack": caller_bias_stack,
+    "zero_mask_stack": zero_mask_stack,
 }
 
 # Cases htp does not yet tag right, each tested as a strict expected failure.

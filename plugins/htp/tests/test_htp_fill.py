@@ -168,3 +168,36 @@ def test_an_unmatched_node_reading_a_weight_ran_where_that_weight_was_read() -> 
     assert tags["lookup"] == "embed.shapes" and how["lookup"] == "parameter owner"
     two = Projection(matched={1: 3}, initializer_params={"table": frozenset({"embed.shapes.weight", "other.weight"})})
     assert tag_nodes(model, two, trace, values, "torchscript")[0]["lookup"] == "embed"
+
+
+def test_a_value_its_readers_calls_read_from_their_callers_caller_was_handed_in() -> None:
+    """A mask of zeros matches no value, and only two layers' nodes read it: made by the root and handed to the
+    encoder, it is the root's, not the encoder's (the common module of its readers); where no recorded call read
+    such a value in both layers, it stays with the common module."""
+    from modelexport_htp.fill import tag_nodes
+
+    nodes = [helper.make_node("Expand", ["zero", "shape"], ["mask"], name="mask"),
+             helper.make_node("Add", ["x", "mask"], ["a"], name="layer0_add"),
+             helper.make_node("Add", ["a", "mask"], ["b"], name="layer1_add")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 4])],
+        [numpy_helper.from_array(np.zeros((1,), dtype=np.float32), "zero"),
+         numpy_helper.from_array(np.array([3, 4]), "shape")])
+    model = helper.make_model(graph)
+    zeros, x = np.zeros((3, 4), dtype=np.float32), np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    values = {"mask": zeros, "a": x, "b": x}
+
+    def tags(read_in_both: bool) -> dict[str, str]:
+        records = [OpRecord(0, "input:x", (), (), (), outputs=[x]), OpRecord(1, "full", (), (), (), outputs=[zeros]),
+                   OpRecord(2, "add", ("encoder", "encoder.layers.0"), (0, 1), (), outputs=[x]),
+                   OpRecord(3, "add", ("encoder", "encoder.layers.1"), (2, 1) if read_in_both else (2,), (),
+                            outputs=[x])]
+        trace = Trace(records=records, execution_trace=["", "encoder", "encoder.layers.0", "encoder.layers.1"],
+                      param_owners={}, param_values={})
+        projection = Projection(matched={})
+        projection.matched.update({1: 2, 2: 3})
+        return tag_nodes(model, projection, trace, values, "torchscript")[0]
+
+    assert tags(read_in_both=True)["mask"] == ""
+    assert tags(read_in_both=False)["mask"] == "encoder"

@@ -22,7 +22,7 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from modelexport_core.sdk import GraphIndex, common_ancestor, fill_missing_modules, is_ancestor
+from modelexport_core.sdk import GraphIndex, common_ancestor, fill_missing_modules, is_ancestor, same_values
 
 from .project import SHAPE_OP, SMALL_SIZE, Projection
 from .trace import Trace
@@ -224,6 +224,9 @@ def tag_nodes(
                 and not is_ancestor(running, common_ancestor(served_modules)):
             modules[node_index] = running
             how[keys[node_index]] = "running call"
+        elif (maker := _handed_in(node, values, served_modules, trace, executed)) is not None:
+            modules[node_index] = maker
+            how[keys[node_index]] = "handed in"
         else:
             modules[node_index] = executed_ancestor(common_ancestor(served_modules), executed)
             how[keys[node_index]] = "common consumer"
@@ -546,6 +549,44 @@ def _read_only_in(
             return None
         found |= param_reads.get(next(iter(params)), set())
     return next(iter(found)) if len(found) == 1 else None
+
+
+def _handed_in(
+    node: "onnx.NodeProto", values: dict[str, "np.ndarray"], served: list[str], trace: Trace, executed: set[str]
+) -> str | None:
+    """For an unmatched node read in several modules: the caller that made the value and handed it to them.
+
+    Where the recorded calls holding the node's value (its shape, its values: a mask of zeros says nothing by
+    itself) are read by calls running in every module the node serves, and all of them ran in one module that
+    encloses those modules, the value was made there and handed in (a mask a model builds once for its layers):
+    the node ran there, not in the modules reading it.
+    """
+    value = values.get(node.output[0]) if len(node.output) == 1 else None
+    if value is None or getattr(value, "dtype", None) is None or value.size <= 1:
+        return None
+    readers = trace.readers()
+    makers = set()
+    for record in trace.records:
+        out = record.outputs[0] if len(record.outputs) == 1 else None
+        if out is None or record.shape_read or getattr(out, "shape", None) != value.shape \
+                or not same_values(value, out):
+            continue
+        reading = {trace.records[r].module for r in _passed_to(record.index, readers, trace)}
+        if all(any(is_ancestor(m, r) for r in reading) for m in served):
+            makers.add(executed_ancestor(record.module, executed))
+    if len(makers) != 1:
+        return None
+    maker = next(iter(makers))
+    return maker if is_ancestor(maker, common_ancestor(served)) and maker != common_ancestor(served) else None
+
+
+def _passed_to(index: int, readers: dict[int, list[int]], trace: Trace) -> list[int]:
+    """The calls reading record ``index``'s value, through calls exporters write no node for (``contiguous``)."""
+    found, todo = [], [index]
+    while todo:
+        for reader in readers.get(todo.pop(), ()):
+            (todo if trace.records[reader].dropped or trace.records[reader].alias else found).append(reader)
+    return found
 
 
 def _initializer_owner(
