@@ -243,6 +243,7 @@ _EVIDENCE = {
     "first consumer": "consumers",
     "common consumer": "consumers",
     "running call": "order",
+    "handed in": "value",
     "before the call": "order",
     "written before": "order",
     "shape element": "shape read",
