@@ -139,3 +139,15 @@ def test_a_record_stopping_at_an_inlined_forward_accepts_its_children_and_nothin
     assert agreement({**truth, product: "out"}) < 1.0
     other = next(name for name, module in recorded.items() if module == "out")
     assert agreement({**truth, other: "branch.scale"}) < 1.0
+
+
+def test_the_test_kit_judges_inlined_records_as_compare_does() -> None:
+    """The kit's strict agreement lets a node recorded inside an inlined forward be tagged with a child of the
+    recorded module, and nothing else: the same judgement as ``measure_agreement``."""
+    from modelexport_core.plugin.strategy import TaggingResult
+    from modelexport_core.testing.kit import Measured
+
+    result = TaggingResult(node_modules={"a": "branch.scale", "b": "out", "c": "branch.scale"}, exporter="dynamo")
+    reference: dict[str, str | None] = {"a": "branch", "b": "branch", "c": "branch"}
+    measured = Measured("m", None, None, result, reference, inlined=frozenset({"a", "b"}))  # type: ignore[arg-type]
+    assert measured.disagreeing == ["b", "c"]  # b: outside the module; c: recorded as usual

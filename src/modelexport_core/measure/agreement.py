@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelexport_core.format.reference import dynamo_node_modules, inlined_nodes, torchscript_node_modules
-from modelexport_core.format.tags import HierarchyTags
+from modelexport_core.format.tags import HierarchyTags, is_ancestor
 from modelexport_core.format.writer import NodeTag
 
 
@@ -48,15 +48,10 @@ def measure_agreement(
     known = {node: module for node, module in reference.items() if module is not None}
     inside = inlined_nodes(onnx_model) if exporter == "dynamo" else set()
     agreeing = sum(1 for node, module in known.items() if node_tags[node].tag == tags.tag_of(module)
-                   or (node in inside and _within(node_tags[node].module, module)))
+                   or (node in inside and is_ancestor(module, node_tags[node].module)))
     contaminated = sibling_contamination({n: t.module for n, t in node_tags.items()},
                                          {n: tags.kept_module(m) for n, m in known.items()})
     return Agreement(len(known), agreeing / len(known) if known else None, len(contaminated))
-
-
-def _within(qualname: str, ancestor: str) -> bool:
-    """Whether module ``qualname`` is ``ancestor`` or one of its descendants."""
-    return not ancestor or qualname == ancestor or qualname.startswith(ancestor + ".")
 
 
 def sibling_contamination(node_modules: dict[str, str], reference: dict[str, str | None]) -> list[str]:

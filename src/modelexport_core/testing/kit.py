@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from modelexport_core.format.graph import node_key
-from modelexport_core.format.tags import HierarchyTags
+from modelexport_core.format.reference import inlined_nodes
+from modelexport_core.format.tags import HierarchyTags, is_ancestor
 from modelexport_core.measure.agreement import reference_modules, sibling_contamination
 from modelexport_core.plugin.discovery import get_strategy
 from modelexport_core.plugin.strategy import ExportContext, TaggingResult, TaggingStrategy
@@ -60,6 +61,9 @@ class Measured:
     result: TaggingResult
     reference: dict[str, str | None]
     path: Path | None = None
+    inlined: frozenset[str] = frozenset()
+    """Nodes whose record names only the module they ran inside (:func:`~modelexport_core.format.reference.inlined_nodes`):
+    a module at or below the recorded one agrees, as ``modelexport compare`` judges them."""
 
     @property
     def node_keys(self) -> list[str]:
@@ -72,8 +76,10 @@ class Measured:
 
     @property
     def disagreeing(self) -> list[str]:
-        """Recorded nodes given a module other than the recorded one."""
-        return [node for node in self.scoped if self.result.node_modules.get(node) != self.reference[node]]
+        """Recorded nodes given a module other than the recorded one (for :attr:`inlined` nodes: not inside it)."""
+        modules = self.result.node_modules
+        return [node for node in self.scoped if modules.get(node) != self.reference[node]
+                and not (node in self.inlined and node in modules and is_ancestor(str(self.reference[node]), modules[node]))]
 
     @property
     def agreement(self) -> float:
@@ -85,7 +91,8 @@ class Measured:
         """Share of recorded nodes given the recorded module's hierarchy tag (torch.nn modules folded as by default)."""
         tags = HierarchyTags.from_model(self.ctx.model)
         modules = self.result.node_modules
-        same = sum(node in modules and tags.tag_of(modules[node]) == tags.tag_of(str(self.reference[node]))
+        same = sum(node in modules and (tags.tag_of(modules[node]) == tags.tag_of(str(self.reference[node]))
+                                        or node in self.inlined and is_ancestor(str(self.reference[node]), modules[node]))
                    for node in self.scoped)
         return same / len(self.scoped) if self.scoped else 1.0
 
@@ -123,7 +130,8 @@ def measure_export(strategy: str | TaggingStrategy | type[TaggingStrategy], ctx:
         result = strategy_instance(strategy).export(ctx, path)
     onnx_model = onnx.load(str(path))
     reference = reference_modules(onnx_model, result.exporter, _module_names(ctx))
-    return Measured(name or path.stem, ctx, onnx_model, result, reference, path)
+    inlined = frozenset(inlined_nodes(onnx_model)) if result.exporter == "dynamo" else frozenset()
+    return Measured(name or path.stem, ctx, onnx_model, result, reference, path, inlined)
 
 
 def measure_tagging(strategy: str | TaggingStrategy | type[TaggingStrategy], ctx: ExportContext, path: Path,
@@ -136,7 +144,8 @@ def measure_tagging(strategy: str | TaggingStrategy | type[TaggingStrategy], ctx
         torch.onnx.export(ctx.module, ctx.args, str(path), dynamo=True)
     onnx_model = onnx.load(str(path))
     result = strategy_instance(strategy).tag_onnx(ctx, onnx_model)
-    return Measured(name or path.stem, ctx, onnx_model, result, reference_modules(onnx_model, "dynamo", []), path)
+    return Measured(name or path.stem, ctx, onnx_model, result, reference_modules(onnx_model, "dynamo", []), path,
+                    frozenset(inlined_nodes(onnx_model)))
 
 
 def assert_every_recorded_node(measured: Measured) -> None:
