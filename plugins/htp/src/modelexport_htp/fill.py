@@ -564,29 +564,19 @@ def _handed_in(
     value = values.get(node.output[0]) if len(node.output) == 1 else None
     if value is None or getattr(value, "dtype", None) is None or value.size <= 1:
         return None
-    readers = trace.readers()
     makers = set()
     for record in trace.records:
         out = record.outputs[0] if len(record.outputs) == 1 else None
         if out is None or record.shape_read or getattr(out, "shape", None) != value.shape \
                 or not same_values(value, out):
             continue
-        reading = {trace.records[r].module for r in _passed_to(record.index, readers, trace)}
+        reading = {trace.records[r].module for r in trace.reading(record.index, through_aliases=True)}
         if all(any(is_ancestor(m, r) for r in reading) for m in served):
             makers.add(executed_ancestor(record.module, executed))
     if len(makers) != 1:
         return None
     maker = next(iter(makers))
     return maker if is_ancestor(maker, common_ancestor(served)) and maker != common_ancestor(served) else None
-
-
-def _passed_to(index: int, readers: dict[int, list[int]], trace: Trace) -> list[int]:
-    """The calls reading record ``index``'s value, through calls exporters write no node for (``contiguous``)."""
-    found, todo = [], [index]
-    while todo:
-        for reader in readers.get(todo.pop(), ()):
-            (todo if trace.records[reader].dropped or trace.records[reader].alias else found).append(reader)
-    return found
 
 
 def _initializer_owner(

@@ -140,22 +140,22 @@ class Trace:
         ``contiguous``) ran in another module than the one that made it: the value was handed over (a mask
         or position table a model computes once for its layers), so its own module did nothing more with it.
         ``False`` for a value nothing read."""
+        readers = self.reading(index)
+        return bool(readers) and all(self.records[r].stack != self.records[index].stack for r in readers)
+
+    def reading(self, index: int, through_aliases: bool = False) -> list[int]:
+        """The calls reading record ``index``'s value, through calls exporters write no node for (``contiguous``,
+        dropout) and, with ``through_aliases``, calls returning their input itself (``.to`` the same dtype)."""
         readers = self.readers()
-        own = self.records[index].stack
-        seen, todo, any_reader = {index}, [index], False
+        found, seen, todo = [], {index}, [index]
         while todo:
             for reader in readers.get(todo.pop(), ()):
                 if reader in seen:
                     continue
                 seen.add(reader)
                 record = self.records[reader]
-                if record.dropped:
-                    todo.append(reader)
-                    continue
-                if record.stack == own:
-                    return False
-                any_reader = True
-        return any_reader
+                (todo if record.dropped or (through_aliases and record.alias) else found).append(reader)
+        return found
 
     def ancestors(self, sized: bool = False) -> list[int]:
         """For each record, a bit set (an int) of every record it depends on through data flow.
