@@ -10,6 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from modelexport_core.export.boundaries import (
+    CallRegion,
     Event,
     call_regions,
     constant_nodes,
@@ -361,3 +362,23 @@ def test_calls_recorded_under_the_exporters_trace_are_the_eager_calls_and_leave_
     assert all(np.array_equal(a, b) for t, e in zip(traced, eager) for (_, a), (_, b) in zip(t.values, e.values))
     plain, recorded = (onnx.load(str(tmp_path / f"{n}.onnx")).graph for n in ("plain", "recorded"))
     assert [(n.op_type, list(n.input)) for n in recorded.node] == [(n.op_type, list(n.input)) for n in plain.node]
+
+
+def test_a_constant_computed_in_steps_is_made_for_the_node_its_last_step_serves():
+    """Pads computed from a constant in two constant steps serve the Pad reading the input: every step goes
+    where that Pad goes."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("Constant", [], ["p0"], name="pads", value=numpy_helper.from_array(np.array([0, 1, 0, 1]))),
+        helper.make_node("Cast", ["p0"], ["p1"], name="cast", to=TensorProto.INT64),
+        helper.make_node("Pad", ["a", "p1"], ["b"], name="pad"),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+                              [helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 3])])
+    constant = constant_nodes(graph)
+    made_for = made_for_readers(graph, constant)
+    assert made_for == {1: [3], 2: [3]}
+    boundaries = call_regions(graph, {}, [], [])
+    boundaries.regions.append(CallRegion("outer", {3}))
+    moved = hold_boundaries({0: "inner", 1: "inner", 2: "inner", 3: "inner"}, boundaries, constant, made_for)
+    assert moved == {3: "outer", 1: "outer", 2: "outer"}

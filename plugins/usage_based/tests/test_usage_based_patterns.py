@@ -7,8 +7,9 @@ the returned value in the root, ids computed from the inputs for one lookup, one
 with a residual in some instances only, a layer whose weight a parametrization computes, a
 layer norm equal to a batch norm folded away, a convolution padding its input itself right
 after a block that added its residual, conv-norm-activation sequences (in-place activations, the
-norm folded away), a norm subclass applying its own activation once the norm is folded away, and a block applying
-one activation module twice (before and after its residual).
+norm folded away), a norm subclass applying its own activation once the norm is folded away, a block applying
+one activation module twice (before and after its residual), residual blocks whose last norm scales by zero,
+one-element scales and shifts the exporter merges, and a padding by fixed amounts.
 Every recorded node must get the module PyTorch recorded.
 """
 
@@ -346,6 +347,91 @@ class TwiceActivatedStack(nn.Module):
         return self.head(self.blocks(self.stem(pixels)))
 
 
+class ZeroScaledBlock(nn.Module):
+    """conv-norm, activation, conv-norm with the last norm's scale zero (a block that starts as the identity),
+    the input added back: the exporter folds a zero into the last convolution, which any convolution of its
+    shape times that zero equals."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv1 = nn.Sequential(nn.Conv2d(channels, channels, 1, bias=False), nn.BatchNorm2d(channels), nn.ReLU())
+        self.conv2 = nn.Sequential(nn.Conv2d(channels, channels, 1, bias=False), nn.BatchNorm2d(channels))
+        nn.init.zeros_(self.conv2[1].weight)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.conv2(self.conv1(x)) + x)
+
+
+class ZeroScaledStack(nn.Module):
+    def __init__(self, channels: int = 6):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, channels, 3, padding=1), nn.ReLU())  # what the blocks return
+        self.blocks = nn.Sequential(*(ZeroScaledBlock(channels) for _ in range(3)))
+        self.head = nn.Conv2d(channels, 2, 1)
+
+    def forward(self, pixels):
+        return self.head(self.blocks(self.stem(pixels)))
+
+
+class ScalarAffine(nn.Module):
+    """``x * scale + bias`` with one-element parameters at their initial 1 and 0: the exporter keeps one copy
+    of the equal ones, named after the first, and copies it under each other's name."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1))
+        self.bias = nn.Parameter(torch.zeros(1))
+
+    def forward(self, x):
+        return x * self.scale + self.bias
+
+
+class ScaledConv(nn.Module):
+    def __init__(self, inputs: int, outputs: int):
+        super().__init__()
+        self.conv = nn.Conv2d(inputs, outputs, 3, padding=1)
+        self.act = nn.ReLU()
+        self.affine = ScalarAffine()
+
+    def forward(self, x):
+        return self.affine(self.act(self.conv(x)))
+
+
+class ScaledConvStack(nn.Module):
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        self.layers = nn.Sequential(ScaledConv(3, channels), *(ScaledConv(channels, channels) for _ in range(3)))
+
+    def forward(self, pixels):
+        return self.layers(pixels)
+
+
+class PaddingStem(nn.Module):
+    """Pads what its first convolution block returned by fixed amounts before the second (the exporter computes
+    the pads in several constant steps read by the one node padding), twice."""
+
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        self.first = ScaledConv(3, channels)
+        self.second = ScaledConv(channels, channels)
+        self.third = nn.Conv2d(channels, channels, 2)
+
+    def forward(self, x):
+        x = self.second(functional.pad(self.first(x), [0, 1, 0, 1]))
+        return self.third(functional.pad(x, [1, 0, 1, 0]))
+
+
+class PaddedNet(nn.Module):
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        self.stem = PaddingStem(channels)
+        self.head = nn.Conv2d(channels, 2, 1)
+
+    def forward(self, pixels):
+        return self.head(self.stem(pixels))
+
+
 def _tokens() -> dict[str, torch.Tensor]:
     return {"ids": torch.tensor([[3, 5, 7, 0, 0], [1, 2, 3, 4, 0]])}
 
@@ -363,6 +449,9 @@ CASES = {
     "conv_norm_activation": (ConvNormActivationNet, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
     "norm_with_activation": (NormActivationNet, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
     "activation_twice": (TwiceActivatedStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
+    "zero_scaled_residual": (ZeroScaledStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
+    "merged_scalars": (ScaledConvStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
+    "constant_padding": (PaddedNet, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
 }
 
 

@@ -209,14 +209,19 @@ def recording_calls(model: "torch.nn.Module") -> Iterator[list[Event]]:
 
 def made_for_readers(graph: "onnx.GraphProto", constant: set[int]) -> dict[int, list[int]]:
     """The constants computed from no weight (what the exporter writes for the operation reading it), each with
-    the nodes reading it."""
+    the nodes computing from the graph's inputs that read it, directly or through other constants (the sizes of
+    a padding computed in several constant steps serve the one node padding a value)."""
     weights = {tensor.name for tensor in graph.initializer}
     readers: dict[str, list[int]] = defaultdict(list)
     for i, node in enumerate(graph.node):
         for name in node.input:
             readers[name].append(i)
-    return {i: sorted({reader for name in graph.node[i].output for reader in readers[name]})
-            for i in constant if not any(name in weights for name in graph.node[i].input)}
+    served: dict[int, set[int]] = {}
+    for i in sorted(constant, reverse=True):  # a constant's readers come after it
+        served[i] = set()
+        for reader in {reader for name in graph.node[i].output for reader in readers[name]}:
+            served[i] |= served.get(reader, set()) if reader in constant else {reader}
+    return {i: sorted(served[i]) for i in constant if not any(name in weights for name in graph.node[i].input)}
 
 
 def constant_nodes(graph: "onnx.GraphProto") -> set[int]:

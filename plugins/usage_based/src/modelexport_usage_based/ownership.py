@@ -69,8 +69,12 @@ def resolve_owners(
             pending = [i for i in pending if i not in resolved]
 
     around = innermost_spans(pending, seed_spans(resolved))
-    # an owner whose node reading this very tensor is known would need a second call to read it again
+    # an owner whose node reading this very tensor is known would need a second call to read it again; so would
+    # one whose node reading its own weight in another form is (a layer's weight scaled by the norm after it, and
+    # by the norm before it: two foldings the values allow, where a norm scales by zero)
     read_already = {(module, users.tensors.get(i)) for i, module in resolved.items()}
+    own_read = {(module, digest) for i, module in resolved.items()
+                for digest in users.candidates[i].covers & users.own_values.get(module, frozenset())}
     groups: dict[frozenset[str], list[int]] = defaultdict(list)
     for i in pending:
         groups[users.candidates[i].modules].append(i)
@@ -83,7 +87,9 @@ def resolve_owners(
             for owner in owners:
                 if owner not in inside:
                     scores[i][owner] -= OUTSIDE_SPAN_COST
-                if (owner, users.tensors.get(i)) in read_already:
+                if (owner, users.tensors.get(i)) in read_already or any(
+                        (owner, digest) in own_read
+                        for digest in users.candidates[i].covers & users.own_values.get(owner, frozenset())):
                     scores[i][owner] -= READ_AGAIN_COST
         resolved.update(_share_out(sorted(readers), sorted(owners, key=call_order.key), scores))
 

@@ -122,6 +122,14 @@ class ParameterIndex:
                 absorbed = frozenset(owner_module(name) for name in derived.sources) - {derived.module}
                 self._approximate[derived.array.shape].append((derived.array, derived.module, covers, absorbed))
 
+    def own_values(self) -> dict[str, frozenset[str]]:
+        """Each module's own parameters and buffers that hold more than one distinct value, as digests."""
+        own: dict[str, set[str]] = defaultdict(set)
+        for qualname, digest in self._digests.items():
+            if digest in self._distinctive:
+                own[owner_module(qualname)].add(digest)
+        return {module: frozenset(digests) for module, digests in own.items()}
+
     def distinctive_values(self) -> set[str]:
         """Digests (as :class:`TensorOwners` gives them) of tensors holding more than one distinct value.
 
@@ -136,6 +144,11 @@ class ParameterIndex:
             if candidate in self._by_name:
                 return self._by_name[candidate]
         return None
+
+    def holds(self, param: str, value: str) -> bool:
+        """Whether parameter or buffer ``param`` (a qualified name) holds the value ``value`` (a digest, as
+        :attr:`TensorOwners.value` gives it)."""
+        return param in self._values and repr(self._values[param]) == value
 
     def owners(self, array: "np.ndarray", name: str = "") -> TensorOwners | None:
         """Modules owning ``array``; None when no parameter or buffer equals it."""

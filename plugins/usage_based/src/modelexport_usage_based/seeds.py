@@ -32,6 +32,9 @@ class ParameterUsers:
     """The model's tensors (as digests) that some node reads, as stored or derived (a folded norm's statistics)."""
     folded: dict[str, frozenset[str]] = field(default_factory=dict)
     """Each layer whose tensors may hold a norm folded away: the norms they may hold (equal norms: several)."""
+    own_values: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Each module's own distinctive tensors (as digests): a node whose tensors cover one (as stored or derived)
+    reads it."""
 
 
 def find_parameter_users(
@@ -76,30 +79,38 @@ def find_parameter_users(
         sets = [owners[value].modules for value in direct]
         modules = frozenset.intersection(*sets) or frozenset().union(*sets)
         named = next((owners[value].named for value in direct if owners[value].named in modules), None)
-        candidates[i] = TensorOwners(modules, named)
+        candidates[i] = TensorOwners(modules, named, covers=frozenset().union(*(owners[v].covers for v in direct)))
         tensors[i] = tuple(sorted(owners[value].value for value in direct))
         for value in read:
             covered |= owners[value].covers
         if all_static and len(read) == 1:  # a parameter transposed, cast or copied: its readers use it too
+            source = owners[read[0]]
             for value in node.output:
                 if value:
                     param = params.param_for_name(value)
                     hint = param.rpartition(".")[0] if param else None
+                    if param is not None and node.op_type == "Identity" and params.holds(param, source.value):
+                        # a copy named after a parameter it equals is that parameter, as stored: the exporter keeps
+                        # one tensor of equal ones, named after the first, and copies it under each other's name
+                        owners[value] = TensorOwners(frozenset({hint or ""}), hint, source.value, source.covers)
+                        stored.add(value)
+                        continue
                     owners[value] = TensorOwners(
-                        modules, hint if hint in modules else named, owners[read[0]].value, owners[read[0]].covers
+                        modules, hint if hint in modules else named, source.value, source.covers
                     )
     absorbed = frozenset().union(*(found.absorbed for found in owners.values()))
     if absorbed:  # a norm folded into a layer makes no node of its own: equal tensors elsewhere are not its
         for i, found in candidates.items():
             kept = found.modules - absorbed
             if kept and kept != found.modules:
-                candidates[i] = TensorOwners(kept, found.named if found.named in kept else None)
+                candidates[i] = TensorOwners(kept, found.named if found.named in kept else None,
+                                             covers=found.covers)
     folded: dict[str, frozenset[str]] = {}
     for found in owners.values():
         if len(found.modules) == 1 and found.absorbed:
             (layer,) = found.modules
             folded[layer] = folded.get(layer, frozenset()) | found.absorbed
-    return ParameterUsers(candidates, static_values, tensors, covered, folded)
+    return ParameterUsers(candidates, static_values, tensors, covered, folded, params.own_values())
 
 
 def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGraph) -> dict[int, int]:
