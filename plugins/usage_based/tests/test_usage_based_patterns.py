@@ -8,7 +8,8 @@ with a residual in some instances only, a layer whose weight a parametrization c
 layer norm equal to a batch norm folded away, a convolution padding its input itself right
 after a block that added its residual, conv-norm-activation sequences (in-place activations, the
 norm folded away), a norm subclass applying its own activation once the norm is folded away, a block applying
-one activation module twice (before and after its residual), residual blocks whose last norm scales by zero,
+one activation module twice (before and after its residual), residual blocks whose last norm scales by zero
+(plain, and applying its own activation),
 one-element scales and shifts the exporter merges, and a padding by fixed amounts.
 Every recorded node must get the module PyTorch recorded.
 """
@@ -374,6 +375,33 @@ class ZeroScaledStack(nn.Module):
         return self.head(self.blocks(self.stem(pixels)))
 
 
+class ZeroScaledActivatedBlock(nn.Module):
+    """Two convolutions each with a norm applying its own activation, the second norm's scale zero, the input
+    added back: the zero folded into the second convolution equals any convolution of its shape times zero,
+    and the norm's activation still runs on that convolution's result."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv1 = nn.Sequential(nn.Conv2d(channels, channels, 1, bias=False), NormThenActivation(channels, nn.SiLU))
+        self.conv2 = nn.Sequential(nn.Conv2d(channels, channels, 3, padding=1, bias=False),
+                                   NormThenActivation(channels, nn.SiLU))
+        nn.init.zeros_(self.conv2[1].weight)
+
+    def forward(self, x):
+        return x + self.conv2(self.conv1(x))
+
+
+class ZeroScaledActivatedStack(nn.Module):
+    def __init__(self, channels: int = 6):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, channels, 3, padding=1), nn.ReLU())
+        self.blocks = nn.Sequential(*(ZeroScaledActivatedBlock(channels) for _ in range(3)))
+        self.head = nn.Conv2d(channels, 2, 1)
+
+    def forward(self, pixels):
+        return self.head(self.blocks(self.stem(pixels)))
+
+
 class ScalarAffine(nn.Module):
     """``x * scale + bias`` with one-element parameters at their initial 1 and 0: the exporter keeps one copy
     of the equal ones, named after the first, and copies it under each other's name."""
@@ -450,6 +478,7 @@ CASES = {
     "norm_with_activation": (NormActivationNet, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
     "activation_twice": (TwiceActivatedStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
     "zero_scaled_residual": (ZeroScaledStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
+    "zero_scaled_activated": (ZeroScaledActivatedStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
     "merged_scalars": (ScaledConvStack, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
     "constant_padding": (PaddedNet, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
 }

@@ -38,10 +38,10 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
   once at the top of the file: no call pulls them in);
 - in a call given numbers that are not tensors (sizes, read from a tensor, that the hooks do not see), the
   integer arithmetic giving values equal to them;
-- where a call returned a new tensor equal to what it took (a norm at its initial statistics, which an
-  exporter fuses into the layer before it), the nodes holding that value: the one that made it (the call that
-  made it or the returning one fused with it: no call pulls it in), and those computed from it (the returning
-  call's or its caller's).
+- where a call returned a new tensor equal to what it took (a norm at its initial statistics, a block whose
+  residual branch is scaled near zero), the nodes passing that value on after the node that made it (the
+  returning call's or its caller's). The node that made it ran in the call that made it, which pulls it in as
+  any call its result: where an exporter fuses a norm into the layer before it, the one node is the layer's.
 
 Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are):
 
@@ -331,10 +331,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
                     if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)]
         if returned:  # a result equal to what the call took: not bounded; where it is a new tensor, which of
-            unbounded.add(event.module)  # two calls a node holding it ran in is not settled (an exporter fuses
-            for key, given_key in returned:  # a norm at its initial statistics into the layer before it)
+            unbounded.add(event.module)  # two calls a node passing it on ran in is not settled
+            for key, given_key in returned:
                 if key != given_key and given_key in known:
-                    unplaced.add(known[given_key])  # the call made it, or returned it fused with its own
                     for node in runs_on.get(given_key, ()):  # computed from it: the returning call's, or its caller's
                         unplaced.add(node)
                         undecided[node].add(event.module)

@@ -41,6 +41,8 @@ class TensorOwners:
     """Digests (as ``value``) of the model's tensors this one stands for: itself, or those it was derived from."""
     absorbed: frozenset[str] = frozenset()
     """Modules whose parameters went into this tensor (a batch norm folded into a convolution): they make no node."""
+    folds: tuple[tuple[str, frozenset[str]], ...] = ()
+    """Each owner whose layer this tensor may be with norms folded in, with those norms (``absorbed``, by owner)."""
 
 
 def owner_module(tensor_qualname: str) -> str:
@@ -158,6 +160,7 @@ class ParameterIndex:
         modules = set().union(*(self._by_value.get(key, set()) for key in keys))
         covers = set().union(*(self._covers.get(key, set()) for key in keys))
         absorbed: set[str] = set()
+        folds: dict[str, set[str]] = defaultdict(set)
         param = self.param_for_name(name) if name else None
         named = None
         if param is not None and self._values[param] in keys:
@@ -169,6 +172,8 @@ class ParameterIndex:
                 modules.add(module)
                 covers |= sources
                 absorbed |= folded
+                if folded:
+                    folds[module] |= folded
         if not modules and array.size >= MIN_MATCH_ELEMENTS:
             for module, digest in self._offset(array):
                 modules.add(module)
@@ -177,7 +182,8 @@ class ParameterIndex:
             return None
         # the value as the model holds it: a tensor and its transpose read twice are one value
         value = next((key for key in keys if key in self._by_value), min(keys))
-        return TensorOwners(frozenset(modules), named, repr(value), frozenset(covers), frozenset(absorbed))
+        return TensorOwners(frozenset(modules), named, repr(value), frozenset(covers), frozenset(absorbed),
+                            tuple(sorted((module, frozenset(norms)) for module, norms in folds.items())))
 
     def _offset(self, array: "np.ndarray") -> list[tuple[str, str]]:
         """Vectors equal to a parameter plus a constant (``1 + weight`` folded by the exporter): owner and digest.

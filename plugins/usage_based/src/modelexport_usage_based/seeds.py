@@ -32,6 +32,8 @@ class ParameterUsers:
     """The model's tensors (as digests) that some node reads, as stored or derived (a folded norm's statistics)."""
     folded: dict[str, frozenset[str]] = field(default_factory=dict)
     """Each layer whose tensors may hold a norm folded away: the norms they may hold (equal norms: several)."""
+    folds: dict[int, dict[str, frozenset[str]]] = field(default_factory=dict)
+    """For each reader of a tensor a norm may be folded into: each owner it may read that way, with those norms."""
     own_values: dict[str, frozenset[str]] = field(default_factory=dict)
     """Each module's own distinctive tensors (as digests): a node whose tensors cover one (as stored or derived)
     reads it."""
@@ -52,6 +54,7 @@ def find_parameter_users(
             owners[name] = found
 
     stored = set(owners)  # tensors stored in the graph, as opposed to computed from one
+    folds: dict[int, dict[str, frozenset[str]]] = {}
     candidates: dict[int, TensorOwners] = {}
     tensors: dict[int, tuple[str, ...]] = {}
     covered: set[str] = set()
@@ -80,6 +83,9 @@ def find_parameter_users(
         modules = frozenset.intersection(*sets) or frozenset().union(*sets)
         named = next((owners[value].named for value in direct if owners[value].named in modules), None)
         candidates[i] = TensorOwners(modules, named, covers=frozenset().union(*(owners[v].covers for v in direct)))
+        for value in direct:
+            for module, norms in owners[value].folds:
+                folds.setdefault(i, {})[module] = folds.get(i, {}).get(module, frozenset()) | norms
         tensors[i] = tuple(sorted(owners[value].value for value in direct))
         for value in read:
             covered |= owners[value].covers
@@ -110,7 +116,19 @@ def find_parameter_users(
         if len(found.modules) == 1 and found.absorbed:
             (layer,) = found.modules
             folded[layer] = folded.get(layer, frozenset()) | found.absorbed
-    return ParameterUsers(candidates, static_values, tensors, covered, folded, params.own_values())
+    return ParameterUsers(candidates, static_values, tensors, covered, folded, folds, params.own_values())
+
+
+def resolved_folds(users: ParameterUsers, resolved: dict[int, str]) -> dict[str, frozenset[str]]:
+    """Each layer whose tensors may hold a norm folded away, with those norms: the layers seeded as the one owner
+    of such a tensor (``users.folded``), and those whose readers of a tensor several layers may be, folded or
+    not, were resolved to them (a layer's weight scaled by a norm's zero equals any layer's of its shape)."""
+    folded = dict(users.folded)
+    for i, module in resolved.items():
+        norms = users.folds.get(i, {}).get(module)
+        if norms:
+            folded[module] = folded.get(module, frozenset()) | norms
+    return folded
 
 
 def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGraph) -> dict[int, int]:

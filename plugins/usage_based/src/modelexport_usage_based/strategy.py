@@ -112,7 +112,7 @@ class UsageBasedStrategy(TaggingStrategy):
         from .ownership import resolve_owners
         from .parameters import ParameterIndex
         from .propagation import State, propagate
-        from .seeds import call_numbers, find_parameter_users
+        from .seeds import call_numbers, find_parameter_users, resolved_folds
 
         started = time.perf_counter()
         graph = onnx_model.graph
@@ -142,7 +142,7 @@ class UsageBasedStrategy(TaggingStrategy):
         propagation = propagate(State(
             graph, index, kinds, data, tree, users.static_values, shapes, types, seeds, calls,
             helpers=helper_exports(ctx.model, tree, _opset_of(onnx_model), call_counts),
-            folded=users.folded or {},
+            folded=resolved_folds(users, seeds),
         ))
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         reused = reused_modules(seeds, calls) | {name for name, count in call_counts.items() if count > 1}
