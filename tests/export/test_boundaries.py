@@ -383,3 +383,44 @@ def test_a_constant_computed_in_steps_is_made_for_the_node_its_last_step_serves(
     boundaries.regions.append(CallRegion("outer", {3}))
     moved = hold_boundaries({0: "inner", 1: "inner", 2: "inner", 3: "inner"}, boundaries, constant, made_for)
     assert moved == {3: "outer", 1: "outer", 2: "outer"}
+
+
+def test_a_call_runs_after_the_values_it_takes_even_where_its_results_tell_nothing():
+    """The caller computes relu(x) and hands it to a call that returns zeros (a branch whose last norm scales by
+    zero): its result is found nowhere, but the Relu ran before it began, so it is not the call's."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Mul", ["a", "zero"], ["z"]),
+                          helper.make_node("Add", ["x", "z"], ["r"])], X, {"zero": np.zeros(1, dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)), Event(True, "branch", (("a", values["a"].copy()),)),
+              Event(False, "branch", (("z", values["z"]),)), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "branch" in boundaries.unbounded and boundaries.ran_before["branch"] == {0}
+    moved = hold_boundaries({0: "branch", 1: "branch", 2: ""}, boundaries, set(), {})
+    assert moved[0] == "" and 1 not in moved
+
+
+def test_a_node_computing_a_value_equal_to_one_it_reads_passes_it_on():
+    """A residual add of a branch that returns zeros computes a value equal to the stream it reads: a call taking
+    that value took the first node holding it or the add, and its region starts after them."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sub", ["x", "x"], ["z"]),
+                          helper.make_node("Add", ["a", "z"], ["a2"]), helper.make_node("Tanh", ["a2"], ["t"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "call", (("taken", values["a2"].copy()),)),
+              Event(False, "call", (("t", values["t"]),)), Event(False, "", (("t", values["t"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "call" not in boundaries.unbounded
+    assert regions["call"].nodes == {3} and 2 in regions["call"].unsure
+
+
+def test_a_result_equal_within_rounding_to_what_the_call_took_is_its_own_where_a_node_holds_it_far_nearer():
+    """A norm at its initial statistics scales by 1/sqrt(1 + eps): its result equals its input within rounding,
+    but the node computing it holds the recorded result exactly, and the input's node is far from it."""
+    scale = np.float32(1.0 / np.sqrt(1.0 + 1e-5))
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Mul", ["a", "scale"], ["b"]),
+                          helper.make_node("Tanh", ["b"], ["t"])], X, {"scale": np.array([scale], dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)), Event(False, "act", (("a", values["a"]),)),
+              Event(True, "norm", (("a", values["a"]),)), Event(False, "norm", (("b", values["b"].copy()),)),
+              Event(False, "", (("t", values["t"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "norm" not in boundaries.unbounded and regions["norm"].nodes == {1}
+    assert hold_boundaries({0: "act", 1: "", 2: ""}, boundaries, set(), {}) == {1: "norm"}

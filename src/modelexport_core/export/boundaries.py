@@ -14,7 +14,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 - a node inside regions of calls on two lines of the module tree ran in the call whose region lies within
   the others' (one module instance registered under two parents and called by the second: PyTorch names it,
   and each of its calls, by its first name); where no region lies within the others (a value the exporter
-  shared between two calls), its tag stays.
+  shared between two calls), its tag stays;
+- a call began once the values it took existed: the nodes they were computed from (back to where its caller
+  began) ran before it, and a tag inside a module none of whose calls ran them moves out, bounded or not (a
+  call returning zeros, a branch whose last norm scales by zero, is bounded by nothing else).
 
 :func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
 
@@ -27,7 +30,9 @@ passes the first on or is computed from it (a later call's value, as a block sca
 the first is no result of a call it made (a norm at its initial statistics returns a new tensor equal to its
 child's result); where a result equals a value the call took. A value runs on unchanged through nodes
 computing from it, constants and integers alone (a zero bias added, a cast to the type it has, an expansion
-to the shape it has): a call may have taken or returned it at any of them.
+to the shape it has): a call may have taken or returned it at any of them. A value a call took also runs on
+unchanged through a node computing a value equal to it from it and anything else (a residual add of a branch
+returning zeros).
 
 Some nodes of a region ran in the call or in its caller; the values do not say which, so they are pulled
 into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them in,
@@ -59,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
 from modelexport_core.format.tags import common_ancestor, is_ancestor
-from modelexport_core.format.value_index import ValueIndex, informative, same_values
+from modelexport_core.format.value_index import TINY, ValueIndex, informative, same_values
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -70,6 +75,10 @@ if TYPE_CHECKING:
 
     from modelexport_core.format.onnx_file import StreamedModel
     from modelexport_core.plugin.strategy import ExportContext
+
+DECISIVE = 10.0
+"""How many times nearer to a recorded value one node output must be than another, both equal to it within
+rounding, to be told apart from it (runtimes round alike to far better than that ratio)."""
 
 EVIDENCE_KIND = "boundary"
 """The evidence a strategy names for a node :func:`hold_call_boundaries` placed."""
@@ -115,6 +124,8 @@ class Boundaries:
     anywhere): the modules of those calls. Calls enclosing them still pull such a node in."""
     called: set[str] = field(default_factory=set)
     """Every module some call of which ran (bounded or not); empty where that is not known."""
+    ran_before: dict[str, set[int]] = field(default_factory=dict)
+    """For each module, the nodes every call of it took values computed from (they ran before it began)."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -295,14 +306,56 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         indices) alone: equal to it, it passed it on. ``ending``: on from a call's result, a node reading
         weights passes the value on only where it is the value's one reader (a bias of zeros added to a
         layer's product); one of several readers computes from the result the call handed out (the next
-        block's norm at its initial statistics, beside the block's other layers reading the same value)."""
+        block's norm at its initial statistics, beside the block's other layers reading the same value).
+        Else (not ``ending``) a node reading the value and computing an equal one passes it on whatever else it
+        reads (a residual add of a branch that returns zeros): a call taking that value took it at either."""
         weights = not ending or len(readers.get(earlier, ())) <= 1
         made = set(graph.node[earlier].output)
         reads = [name for name in graph.node[later].input if name]
-        return any(name in made for name in reads) and all(
-            name in made or (name not in producer or producer[name] in constant) and (weights or not weighs(name))
-            or getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
-            for name in reads)
+        if not any(name in made for name in reads):
+            return False
+        if all(name in made or (name not in producer or producer[name] in constant) and (weights or not weighs(name))
+               or getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
+               for name in reads):
+            return True
+        return not ending and any(
+            hasattr(values.get(mine), "shape") and hasattr(values.get(theirs), "shape")
+            and same_values(values[mine], values[theirs])
+            for mine in graph.node[later].output for theirs in made)
+
+    def distance(name: str, array: "np.ndarray") -> float:
+        """The largest difference between a node output and a recorded value (NaN where they disagree on NaNs)."""
+        held = values[name]
+        with np.errstate(invalid="ignore", over="ignore"):
+            return float(np.nanmax(np.abs(held.astype(np.float64) - array.astype(np.float64)))) if held.size else 0.0
+
+    def nearest(names: list[str], array: "np.ndarray") -> list[str]:
+        """Of the node outputs equal to a recorded value within rounding, those not decisively farther from it than
+        the nearest (:data:`DECISIVE` times): the recorded value is theirs, the others differ from it by what
+        a computation changed (a norm at its initial statistics, a residual branch scaled near zero)."""
+        if len(names) < 2 or array.dtype.kind != "f":
+            return names
+        apart = {name: distance(name, array) for name in names}
+        best = min(apart.values())
+        return [name for name in names if not apart[name] > DECISIVE * best + TINY]
+
+    def find(array: "np.ndarray") -> list[str]:
+        """The file's node outputs equal to a recorded value, the nearest of several (:func:`nearest`)."""
+        return nearest(index.find(array), array)
+
+    def apart_from_what_it_took(array: "np.ndarray", given_key: Hashable) -> bool:
+        """Whether a result equal to a value the call took within rounding is held by a node of the file decisively
+        nearer to it than the node holding what it took: the call computed a value of its own (a norm at its
+        initial statistics, a block adding a branch scaled near zero), written after it began."""
+        if given_key not in known or not informative(array):
+            return False
+        taken = next((name for name in graph.node[known[given_key]].output if name in values), None)
+        if taken is None or not hasattr(values[taken], "shape") or values[taken].shape != array.shape:
+            return False
+        own = [name for name in index.find(array) if producer[name] > known[given_key]]
+        if not own:
+            return False
+        return distance(taken, array) > DECISIVE * min(distance(name, array) for name in own) + TINY
 
     def is_input(array: "np.ndarray") -> bool:
         return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
@@ -323,13 +376,23 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     loose: set[int] = set()
     unplaced: set[int] = set()
     undecided: dict[int, set[str]] = defaultdict(set)
+    excluded: dict[str, set[int]] = {}
     for event in events:
         if event.begins:
             begun.append((cursor, event.values, event.numbers, len(claimed)))
             continue
         start, inputs, numbers, mark = begun.pop()
+        # the call began once the values it took existed: the nodes they were computed from ran before it (back
+        # to where its caller began: no call of the module ran them, whatever its results tell). A value met for
+        # the first time is held by the first node equal to it at the latest
+        taken = [known[key] if key in known else min(producer[name] for name in found)
+                 for key, array in inputs
+                 if key in known or informative(array) and (found := index.find(array))]
+        ran_before = ancestors(taken, begun[-1][0] if begun else -1) if taken else set()
+        excluded[event.module] = ran_before if event.module not in excluded else excluded[event.module] & ran_before
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
-                    if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)]
+                    if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)
+                    and not apart_from_what_it_took(array, given_key)]
         if returned:  # a result equal to what the call took: not bounded; where it is a new tensor, which of
             unbounded.add(event.module)  # two calls a node passing it on ran in is not settled
             for key, given_key in returned:
@@ -338,7 +401,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         unplaced.add(node)
                         undecided[node].add(event.module)
             continue
-        region = _bound(event.values, inputs, (start, cursor), known, runs_on, index, producer, is_input, passes_on,
+        region = _bound(event.values, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
                         uniform, (claimed, mark), descends)
         if region is None:
             unbounded.add(event.module)
@@ -372,7 +435,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         unplaced |= doubtful
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
-                      {event.module for event in events})
+                      {event.module for event in events},
+                      {module: nodes - constant for module, nodes in excluded.items() if nodes - constant})
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -453,7 +517,7 @@ def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[in
 
 
 def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
-           runs_on: dict[Hashable, list[int]], index: ValueIndex[str], producer: dict[str, int],
+           runs_on: dict[Hashable, list[int]], find: Callable[["np.ndarray"], list[str]], producer: dict[str, int],
            is_input: Callable[["np.ndarray"], bool], passes_on: Callable[..., bool],
            uniform: dict[tuple, list[int]], claims: tuple[dict[int, int], int], descends: Callable[[int, int], bool]
            ) -> tuple[list[int], list[int], set[int]] | None:
@@ -478,7 +542,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             continue
         if not informative(array):
             return None
-        later = [i for i in _after(index.find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
+        later = [i for i in _after(find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
         if not later:
             return None
         firsts.append(later[0])
@@ -494,13 +558,13 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             unsure.update(runs_on.get(key, ()))
             continue
         if is_input(array):  # the model's input, or a node passing it on (a view of it) before the call
-            passed = [producer[name] for name in index.find(array)] if informative(array) else []
+            passed = [producer[name] for name in find(array)] if informative(array) else []
             passed = [i for i in passed if i < first]
             sources.extend(passed)
             unsure.update(passed)
             continue
         if informative(array):
-            found = [producer[name] for name in index.find(array)]
+            found = [producer[name] for name in find(array)]
         else:  # one number repeated (a mask that masks nothing): only the one node holding it serves
             number = _uniform(array)
             found = uniform.get(number, []) if number is not None else []
@@ -527,7 +591,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             results.append(known[key])
             unsure.update(runs_on.get(key, ()))
             continue
-        candidates = [i for i in _after(index.find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
+        candidates = [i for i in _after(find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
         node = candidates[0]
         chain = []
         while True:
@@ -620,7 +684,7 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             floor = len(deepest.split(".")) if deepest else 0
             for depth in range(len(parts), floor, -1):  # out of every module below it whose calls all ran without it
                 held = bounding.get(".".join(parts[:depth]))
-                if held is not None and i not in held:
+                if held is not None and i not in held or i in boundaries.ran_before.get(".".join(parts[:depth]), ()):
                     tag = ".".join(parts[:depth - 1])
         if tag != module:
             moved[i] = tag
