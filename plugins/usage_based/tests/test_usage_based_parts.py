@@ -63,6 +63,17 @@ def test_parameters_match_by_value_as_stored_or_transposed():
     assert index.owners(np.ones((3, 4), dtype=np.float32)) is None
 
 
+def test_a_parameter_viewed_with_axes_of_one_is_matched_by_its_elements():
+    """An exporter folding ``scale.reshape(-1, 1, 1)`` (a per-channel scale broadcast over an image) stores the
+    same elements in another shape; a parameter held with axes of one is found from its elements alone."""
+    model = Pair()
+    model.token = torch.nn.Parameter(torch.arange(1.0, 5.0).reshape(1, 1, 4))
+    index = ParameterIndex(model)
+    assert index.owners(np.arange(4.0, dtype=np.float32).reshape(4, 1, 1)).modules == {"first"}
+    assert index.owners(np.arange(1.0, 5.0, dtype=np.float32)).modules == {""}
+    assert index.owners(np.arange(4.0, dtype=np.float32).reshape(2, 2)) is None  # other axes: another tensor
+
+
 def test_a_name_is_a_hint_only_when_the_value_agrees():
     model = Pair()
     index = ParameterIndex(model)

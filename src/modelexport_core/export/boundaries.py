@@ -28,7 +28,10 @@ result, unless each later one passes the first on unchanged; where a result equa
 after the call began (less those holding results of calls that ended before it began), unless each later one
 passes the first on or is computed from it (a later call's value, as a block scaled near zero returns) and
 the first is no result of a call it made (a norm at its initial statistics returns a new tensor equal to its
-child's result); where a result equals a value the call took. A value runs on unchanged through nodes
+child's result); where a result equals a value the call took (unless a node written after that value holds
+the result :data:`DECISIVE` times nearer than the value's node does: the call computed a value of its own,
+as a norm at its initial statistics does). Of several node outputs equal to one recorded value, those
+:data:`DECISIVE` times farther from it than the nearest are not it. A value runs on unchanged through nodes
 computing from it, constants and integers alone (a zero bias added, a cast to the type it has, an expansion
 to the shape it has): a call may have taken or returned it at any of them. A value a call took also runs on
 unchanged through a node computing a value equal to it from it and anything else (a residual add of a branch

@@ -2,9 +2,10 @@
 
 Exporters rename, transpose and merge parameters (TorchScript folds ``W.T`` of a Linear
 into ``onnx::MatMul_N``; both exporters keep one copy of identical tensors), so a graph
-tensor is matched to the model's parameters and buffers by exact value, directly or
-transposed. Its name, when it spells a parameter, is kept as a hint only: after merging
-it may name just one of several equal tensors.
+tensor is matched to the model's parameters and buffers by exact value, directly,
+transposed, or viewed with axes of one added or removed (a scale folded as
+``scale.reshape(-1, 1, 1)``). Its name, when it spells a parameter, is kept as a hint
+only: after merging it may name just one of several equal tensors.
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ class ParameterIndex:
             self._by_value[key].add(module)
             digest = repr(key)
             self._digests[qualname] = digest
+            if 1 in array.shape:  # filed without its axes of one too: a graph tensor may hold it viewed otherwise
+                squeezed = self._keys.key(array.reshape(tuple(n for n in array.shape if n != 1)))
+                self._by_value[squeezed].add(module)
+                self._covers[squeezed].add(digest)
             if array.dtype.kind == "f" and array.ndim == 1:
                 self._by_shape[array.shape].append((array, module, digest))
             self._covers[key].add(digest)
@@ -157,6 +162,8 @@ class ParameterIndex:
         keys = [self._keys.key(array, file=False)]
         if array.ndim == 2:  # the transpose, as a view
             keys.append(self._keys.key(array.T, file=False))
+        if 1 in array.shape and array.ndim > 1:  # a view adding axes of one (a scale unsqueezed to broadcast)
+            keys.append(self._keys.key(array.reshape(tuple(n for n in array.shape if n != 1)), file=False))
         modules = set().union(*(self._by_value.get(key, set()) for key in keys))
         covers = set().union(*(self._covers.get(key, set()) for key in keys))
         absorbed: set[str] = set()
