@@ -424,3 +424,20 @@ def test_a_result_equal_within_rounding_to_what_the_call_took_is_its_own_where_a
     regions = {region.module: region for region in boundaries.regions}
     assert "norm" not in boundaries.unbounded and regions["norm"].nodes == {1}
     assert hold_boundaries({0: "act", 1: "", 2: ""}, boundaries, set(), {}) == {1: "norm"}
+
+
+def test_constants_a_call_took_its_values_from_ran_before_it():
+    """The caller builds positions from constants alone (no graph input reaches them) and hands them to a call:
+    those constant nodes are the caller's, whatever a strategy guessed."""
+    graph, values = _run([helper.make_node("Constant", [], ["n"], value=numpy_helper.from_array(np.array(3))),
+                          helper.make_node("Range", ["start", "n", "step"], ["ids"]),
+                          helper.make_node("Cast", ["ids"], ["positions"], to=TensorProto.FLOAT),
+                          helper.make_node("Mul", ["x", "positions"], ["r"])], X,
+                         {"start": np.array(0), "step": np.array(1)})
+    events = [Event(True, "", (("x", X),)), Event(True, "rotary", (("x", X), ("p", values["positions"].copy()))),
+              Event(False, "rotary", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    constant = constant_nodes(graph)
+    assert {0, 1, 2} <= constant and {0, 1, 2} <= boundaries.ran_before["rotary"]
+    moved = hold_boundaries({0: "rotary", 1: "rotary", 2: "rotary", 3: "rotary"}, boundaries, constant, {})
+    assert moved == {0: "", 1: "", 2: ""}

@@ -17,7 +17,8 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   shared between two calls), its tag stays;
 - a call began once the values it took existed: the nodes they were computed from (back to where its caller
   began) ran before it, and a tag inside a module none of whose calls ran them moves out, bounded or not (a
-  call returning zeros, a branch whose last norm scales by zero, is bounded by nothing else).
+  call returning zeros, a branch whose last norm scales by zero, is bounded by nothing else); constant nodes
+  among them too (positions a caller builds from sizes known at export, handed to a call).
 
 :func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
 
@@ -79,9 +80,11 @@ if TYPE_CHECKING:
     from modelexport_core.format.onnx_file import StreamedModel
     from modelexport_core.plugin.strategy import ExportContext
 
-DECISIVE = 10.0
+DECISIVE = 4.0
 """How many times nearer to a recorded value one node output must be than another, both equal to it within
-rounding, to be told apart from it (runtimes round alike to far better than that ratio)."""
+rounding, to be told apart from it: two runtimes computing one value differ by rounding alone, while a norm
+at its initial statistics (a scale of 1/sqrt(1 + 1e-5)) moves it by more than that many times their rounding
+after a product of a hundred terms or more."""
 
 EVIDENCE_KIND = "boundary"
 """The evidence a strategy names for a node :func:`hold_call_boundaries` placed."""
@@ -439,7 +442,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events},
-                      {module: nodes - constant for module, nodes in excluded.items() if nodes - constant})
+                      {module: nodes for module, nodes in excluded.items() if nodes})
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -690,6 +693,12 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                 if held is not None and i not in held or i in boundaries.ran_before.get(".".join(parts[:depth]), ()):
                     tag = ".".join(parts[:depth - 1])
         if tag != module:
+            moved[i] = tag
+    for i in skipped & set(node_modules):  # a constant a call's inputs were computed from ran before it too
+        tag = node_modules[i]
+        while tag and i in boundaries.ran_before.get(tag, ()):
+            tag = tag.rpartition(".")[0]
+        if tag != node_modules[i]:
             moved[i] = tag
     if boundaries.called:  # a module never called (a container: a list of layers) runs no node: its caller did
         for i, module in node_modules.items():
