@@ -390,10 +390,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         start, inputs, numbers, mark = begun.pop()
         # the call began once the values it took existed: the nodes they were computed from ran before it (back
         # to where its caller began: no call of the module ran them, whatever its results tell). A value met for
-        # the first time is held by the first node equal to it at the latest
+        # the first time is held by the first node equal to it at the latest, unless it is the model's input (no
+        # node holds it: the nodes equal to it may be the call's own, a scale of ones)
         taken = [known[key] if key in known else min(producer[name] for name in found)
                  for key, array in inputs
-                 if key in known or informative(array) and (found := index.find(array))]
+                 if key in known or informative(array) and not is_input(array) and (found := index.find(array))]
         ran_before = ancestors(taken, begun[-1][0] if begun else -1) if taken else set()
         excluded[event.module] = ran_before if event.module not in excluded else excluded[event.module] & ran_before
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
