@@ -359,9 +359,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if taken is None or not hasattr(values[taken], "shape") or values[taken].shape != array.shape:
             return False
         own = [name for name in index.find(array) if producer[name] > known[given_key]]
-        if not own:
-            return False
-        return distance(taken, array) > DECISIVE * min(distance(name, array) for name in own) + TINY
+        return bool(own) and taken not in nearest([taken, *own], array)
 
     def is_input(array: "np.ndarray") -> bool:
         return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
