@@ -129,6 +129,44 @@ def test_a_tensor_written_inside_the_call_it_serves_is_that_modules() -> None:
     assert modules["mask"] == "layers.0" and how["mask"] == "consumer"
 
 
+def _handed_zeros_tags(caller_made_them: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """The root makes a tensor of zeros (``zeros``: a factory no node was matched to) and hands it to ``layers.0``,
+    whose first call (``x != 1``) the exporter split into ``equal`` and ``a0``; ``caller_made_them`` False: the
+    layer made the zeros itself (the call took nothing)."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="s"),
+             helper.make_node("ConstantOfShape", ["s"], ["z"], name="zeros"),
+             helper.make_node("Constant", [], ["one"], name="one", value=helper.make_tensor("v", TensorProto.INT64, [], [1])),
+             helper.make_node("Equal", ["z", "one"], ["e"], name="equal"),
+             helper.make_node("Not", ["e"], ["a0"], name="a0"),
+             helper.make_node("Cast", ["a0"], ["a1"], name="a1", to=TensorProto.INT64)]
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, [4, 4])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("a1", TensorProto.INT64, [4, 4])]))
+    zeros, mask = np.zeros((4, 4), np.int64), np.ones((4, 4), bool)
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "size", (), (0,), (), [np.array([4, 4])], shape_read=True),
+               OpRecord(2, "zeros", ("layers.0",) if not caller_made_them else (), (), (), [zeros]),
+               OpRecord(3, "ne", ("layers.0",), (2,) if caller_made_them else (), (), [mask]),
+               OpRecord(4, "int", ("layers.0",), (3,), (), [mask.astype(np.int64)])]
+    trace = Trace(records=records, execution_trace=["", "layers.0"], param_owners={}, param_values={})
+    position = {node.name: i for i, node in enumerate(model.graph.node)}
+    projection = Projection(matched={position["s"]: 1, position["a0"]: 3, position["a1"]: 4})
+    values = {"x": np.ones((4, 4), np.int64), "s": np.array([4, 4]), "z": zeros, "one": np.array(1), "e": ~mask,
+              "a0": mask, "a1": mask.astype(np.int64)}
+    modules, _, how = tag_nodes(model, projection, trace, values)
+    return modules, how
+
+
+def test_a_value_the_first_call_took_is_no_piece_of_it() -> None:
+    modules, how = _handed_zeros_tags(caller_made_them=True)
+    assert modules["zeros"] == "" and how["zeros"] == "before the call"
+    # the mask of falses the exporter wrote for ``!=`` equals the zeros but is no tensor of integers: a piece
+    assert modules["equal"] == "layers.0" and how["equal"] == "consumer"
+
+
+def test_a_node_feeding_the_first_call_that_took_nothing_is_a_piece_of_it() -> None:
+    modules, how = _handed_zeros_tags(caller_made_them=False)
+    assert modules["zeros"] == "layers.0" and how["zeros"] == "consumer"
+
+
 def test_a_node_matched_to_a_factory_is_no_known_place() -> None:
     from modelexport_htp.fill import known_places
 

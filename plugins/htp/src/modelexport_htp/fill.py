@@ -440,7 +440,8 @@ def _made_before_the_call(
     over (a mask, positions). It ran in the call running at the time: the one running throughout between the
     matched nodes around it where that is known and outside the module, else the deepest enclosing module whose
     call had begun by the last matched node before it. The unmatched nodes feeding the nodes matched to the same
-    call as that first node are not such nodes: they are pieces of it, split by the exporter.
+    call as that first node are not such nodes: they are pieces of it, split by the exporter. A node computing a
+    value that call took is no piece: the value existed before the call (a tensor of zeros its caller made).
     """
     calls = Counter(trace.execution_trace)
     first_record: dict[str, int] = {}  # the first call recorded inside each module
@@ -461,7 +462,9 @@ def _made_before_the_call(
             return None
         record = projection.matched[earliest[module]]
         if record not in pieces:
-            pieces[record] = _unmatched_feeding(graph, index, nodes_of[record], projection)
+            taken = [output for source in trace.records[record].inputs for output in trace.records[source].outputs
+                     if hasattr(output, "dtype")]
+            pieces[record] = _unmatched_feeding(graph, index, nodes_of[record], projection, values, taken)
         if node_index in pieces[record]:
             return None  # a piece of the first call, which the exporter split into several nodes
         running = executed_ancestor(running_call(node_index), executed)
@@ -486,15 +489,24 @@ def _first_for_each_ancestor(first: dict[str, int], module: str, position: int) 
         module = module.rpartition(".")[0]
 
 
-def _unmatched_feeding(graph: "onnx.GraphProto", index: GraphIndex, nodes: list[int], projection: Projection) -> set[int]:
-    """The unmatched nodes some of ``nodes`` read, directly or through other unmatched nodes."""
+def _unmatched_feeding(
+    graph: "onnx.GraphProto", index: GraphIndex, nodes: list[int], projection: Projection,
+    values: dict[str, "np.ndarray"], taken: list["np.ndarray"],
+) -> set[int]:
+    """The unmatched nodes some of ``nodes`` read, directly or through other unmatched nodes, up to (not through) the
+    nodes computing one of the values ``taken`` (the inputs of their call)."""
     found: set[int] = set()
     todo = list(nodes)
     while todo:
         for producer in index.node_producers(graph, todo.pop()):
-            if producer not in found and producer not in projection.matched:
-                found.add(producer)
-                todo.append(producer)
+            if producer in found or producer in projection.matched:
+                continue
+            outputs = [values.get(name) for name in graph.node[producer].output if name]
+            if any(value is not None and value.dtype.kind == input_value.dtype.kind and same_values(value, input_value)
+                   for value in outputs for input_value in taken):
+                continue  # made before the call, which took it (of its kind: a mask of falses is no tensor of zeros)
+            found.add(producer)
+            todo.append(producer)
     return found
 
 
