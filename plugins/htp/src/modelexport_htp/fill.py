@@ -22,13 +22,14 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Callable, Iterable
 
+import numpy as np
+
 from modelexport_core.sdk import GraphIndex, common_ancestor, fill_missing_modules, is_ancestor, same_values
 
 from .project import SHAPE_OP, SMALL_SIZE, Projection
 from .trace import Trace
 
 if TYPE_CHECKING:
-    import numpy as np
     import onnx
 
 
@@ -441,7 +442,9 @@ def _made_before_the_call(
     matched nodes around it where that is known and outside the module, else the deepest enclosing module whose
     call had begun by the last matched node before it. The unmatched nodes feeding the nodes matched to the same
     call as that first node are not such nodes: they are pieces of it, split by the exporter. A node computing a
-    value that call took is no piece: the value existed before the call (a tensor of zeros its caller made).
+    value that call took, one no node was matched to, exactly (a value computed alike by both runs, a factory's, not
+    one equal within rounding: a faint value equals its faint neighbours) is no piece: the value existed before the
+    call (a tensor of zeros its caller made, which its value alone could not match).
     """
     calls = Counter(trace.execution_trace)
     first_record: dict[str, int] = {}  # the first call recorded inside each module
@@ -462,8 +465,9 @@ def _made_before_the_call(
             return None
         record = projection.matched[earliest[module]]
         if record not in pieces:
-            taken = [output for source in trace.records[record].inputs for output in trace.records[source].outputs
-                     if hasattr(output, "dtype")]
+            found = set(projection.matched.values())  # a value the call took that a node was matched to stops there
+            taken = [output for source in trace.records[record].inputs if source not in found
+                     for output in trace.records[source].outputs if hasattr(output, "dtype")]
             pieces[record] = _unmatched_feeding(graph, index, nodes_of[record], projection, values, taken)
         if node_index in pieces[record]:
             return None  # a piece of the first call, which the exporter split into several nodes
@@ -502,8 +506,8 @@ def _unmatched_feeding(
             if producer in found or producer in projection.matched:
                 continue
             outputs = [values.get(name) for name in graph.node[producer].output if name]
-            if any(value is not None and value.dtype.kind == input_value.dtype.kind and same_values(value, input_value)
-                   for value in outputs for input_value in taken):
+            if any(value is not None and value.dtype.kind == input_value.dtype.kind and value.shape == input_value.shape
+                   and np.array_equal(value, input_value) for value in outputs for input_value in taken):
                 continue  # made before the call, which took it (of its kind: a mask of falses is no tensor of zeros)
             found.add(producer)
             todo.append(producer)
