@@ -441,3 +441,17 @@ def test_constants_a_call_took_its_values_from_ran_before_it():
     assert {0, 1, 2} <= constant and {0, 1, 2} <= boundaries.ran_before["rotary"]
     moved = hold_boundaries({0: "rotary", 1: "rotary", 2: "rotary", 3: "rotary"}, boundaries, constant, {})
     assert moved == {0: "", 1: "", 2: ""}
+
+
+def test_a_value_whose_rows_the_runtime_ordered_otherwise_is_found():
+    """A router selects values in an order left unspecified (``topk(sorted=False)``): PyTorch ordered each row one
+    way, the runtime the other, and the call computing from them element by element follows that order."""
+    graph, values = _run([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Tanh", ["n"], ["t"]),
+                          helper.make_node("Sin", ["t"], ["s"])], X)
+    flipped = {name: np.flip(values[name], axis=-1).copy() for name in ("n", "t")}
+    events = [Event(True, "", (("x", X),)), Event(True, "router", (("x", X),)),
+              Event(False, "router", (("n", flipped["n"]),)), Event(True, "experts", (("n", flipped["n"]),)),
+              Event(False, "experts", (("t", flipped["t"]),)), Event(False, "", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region.nodes for region in boundaries.regions}
+    assert boundaries.unbounded == set() and regions["router"] == {0} and regions["experts"] == {1}

@@ -346,8 +346,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         return [name for name in names if not apart[name] > DECISIVE * best + TINY]
 
     def find(array: "np.ndarray") -> list[str]:
-        """The file's node outputs equal to a recorded value, the nearest of several (:func:`nearest`)."""
-        return nearest(index.find(array), array)
+        """The file's node outputs equal to a recorded value, the nearest of several (:func:`nearest`); where none
+        is, those holding each row's elements in another order (:func:`_rows_reordered`)."""
+        found = index.find(array)
+        if found or array.ndim < 2:
+            return nearest(found, array)
+        return [name for name in index.find_permuted(array) if _rows_reordered(values[name], array)]
 
     def apart_from_what_it_took(array: "np.ndarray", given_key: Hashable) -> bool:
         """Whether a result equal to a value the call took within rounding is held by a node of the file decisively
@@ -392,7 +396,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # node holds it: the nodes equal to it may be the call's own, a scale of ones)
         taken = [known[key] if key in known else min(producer[name] for name in found)
                  for key, array in inputs
-                 if key in known or informative(array) and not is_input(array) and (found := index.find(array))]
+                 if key in known or informative(array) and not is_input(array) and (found := find(array))]
         ran_before = ancestors(taken, begun[-1][0] if begun else -1) if taken else set()
         excluded[event.module] = ran_before if event.module not in excluded else excluded[event.module] & ran_before
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
@@ -616,6 +620,17 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     for i in mine:
         claimed.setdefault(i, len(claimed))
     return results, sources, unsure
+
+
+def _rows_reordered(held: "np.ndarray", recorded: "np.ndarray") -> bool:
+    """Whether a node output holds a recorded value's rows (along its last axis) each in another order.
+
+    An operation whose result order is unspecified (``topk(sorted=False)``) may order each row differently in
+    each runtime, and every value computed from it element by element follows.
+    """
+    import numpy as np
+
+    return held.shape == recorded.shape and same_values(np.sort(held, axis=-1), np.sort(recorded, axis=-1))
 
 
 def _uniform(value: "np.ndarray") -> tuple | None:
