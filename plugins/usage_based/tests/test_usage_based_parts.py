@@ -74,6 +74,25 @@ def test_a_parameter_viewed_with_axes_of_one_is_matched_by_its_elements():
     assert index.owners(np.arange(4.0, dtype=np.float32).reshape(2, 2)) is None  # other axes: another tensor
 
 
+class Norms(torch.nn.Module):
+    """Two norms' weights of one number each: ones, and zeros applied as ``1 + weight``."""
+
+    def __init__(self):
+        super().__init__()
+        self.plain, self.offset = torch.nn.LayerNorm(4), torch.nn.LayerNorm(4)
+        torch.nn.init.zeros_(self.offset.weight)
+
+
+def test_a_tensor_of_one_number_may_be_any_such_parameter_plus_a_constant():
+    """An exporter folds ``1 + weight`` of a weight of zeros into a tensor of ones, equal to another norm's weight of
+    ones: unnamed, its value does not say which; named after a parameter it equals, it is that one."""
+    index = ParameterIndex(Norms())
+    ones = np.ones(4, dtype=np.float32)
+    assert index.owners(ones).modules == {"plain", "offset"}
+    assert index.owners(ones, "plain.weight").modules == {"plain"}
+    assert index.owners(np.arange(4.0, dtype=np.float32)) is None
+
+
 def test_a_name_is_a_hint_only_when_the_value_agrees():
     model = Pair()
     index = ParameterIndex(model)

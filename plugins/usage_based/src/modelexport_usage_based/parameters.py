@@ -181,7 +181,9 @@ class ParameterIndex:
                 absorbed |= folded
                 if folded:
                     folds[module] |= folded
-        if not modules and array.size >= MIN_MATCH_ELEMENTS:
+        # a tensor of one number that names no parameter may be any such parameter plus a constant (``1 + weight``
+        # folded from a weight of zeros): its value alone does not tell which
+        if array.size >= MIN_MATCH_ELEMENTS and (not modules or named is None and _one_number(array)):
             for module, digest in self._offset(array):
                 modules.add(module)
                 covers.add(digest)
@@ -222,6 +224,12 @@ class ParameterIndex:
             if entry[0].dtype.kind == "f"
             and np.allclose(array, entry[0], rtol=RELATIVE_TOLERANCE, atol=ABSOLUTE_TOLERANCE)
         ]
+
+
+def _one_number(array: "np.ndarray") -> bool:
+    """Whether every element of ``array`` is the same number."""
+    flat = array.reshape(-1)
+    return bool((flat == flat[0]).all())
 
 
 def _as_array(tensor: "torch.Tensor") -> "np.ndarray":
