@@ -85,12 +85,16 @@ class Norms(torch.nn.Module):
 
 def test_a_tensor_of_one_number_may_be_any_such_parameter_plus_a_constant():
     """An exporter folds ``1 + weight`` of a weight of zeros into a tensor of ones, equal to another norm's weight of
-    ones: unnamed, its value does not say which; named after a parameter it equals, it is that one."""
-    index = ParameterIndex(Norms())
-    ones = np.ones(4, dtype=np.float32)
-    assert index.owners(ones).modules == {"plain", "offset"}
-    assert index.owners(ones, "plain.weight").modules == {"plain"}
-    assert index.owners(np.arange(4.0, dtype=np.float32)) is None
+    ones: unnamed, where the file does not hold the weight of zeros, its value does not say which; named after a
+    parameter it equals, it is that one; where the file holds every tensor of one number, it is the one equal."""
+    model = Norms()
+    index = ParameterIndex(model)
+    ones, zeros = np.ones(4, dtype=np.float32), np.zeros(4, dtype=np.float32)
+    held = index.owners(ones).covers | index.owners(zeros).covers  # every tensor of the model, as it is
+    assert index.owners(ones, "", held).modules == {"plain"}
+    assert index.owners(ones, "", index.owners(ones).covers).modules == {"plain", "offset"}  # no zeros held
+    assert index.owners(ones, "plain.weight", set()).modules == {"plain"}
+    assert index.owners(ones).modules == {"plain"}
 
 
 def test_a_name_is_a_hint_only_when_the_value_agrees():

@@ -157,8 +157,14 @@ class ParameterIndex:
         :attr:`TensorOwners.value` gives it)."""
         return param in self._values and repr(self._values[param]) == value
 
-    def owners(self, array: "np.ndarray", name: str = "") -> TensorOwners | None:
-        """Modules owning ``array``; None when no parameter or buffer equals it."""
+    def owners(self, array: "np.ndarray", name: str = "", present: set[str] | None = None) -> TensorOwners | None:
+        """Modules owning ``array``; None when no parameter or buffer equals it.
+
+        ``present``: digests of the model's tensors the file holds as they are (:attr:`TensorOwners.covers` of its
+        stored tensors). Given, a tensor of one number that names no parameter may also be a parameter of one number
+        the file does not hold, plus a constant (``1 + weight`` of a weight of zeros, folded): its value does not
+        say which.
+        """
         keys = [self._keys.key(array, file=False)]
         if array.ndim == 2:  # the transpose, as a view
             keys.append(self._keys.key(array.T, file=False))
@@ -181,10 +187,14 @@ class ParameterIndex:
                 absorbed |= folded
                 if folded:
                     folds[module] |= folded
-        # a tensor of one number that names no parameter may be any such parameter plus a constant (``1 + weight``
-        # folded from a weight of zeros): its value alone does not tell which
-        if array.size >= MIN_MATCH_ELEMENTS and (not modules or named is None and _one_number(array)):
+        if array.size >= MIN_MATCH_ELEMENTS and not modules:
             for module, digest in self._offset(array):
+                modules.add(module)
+                covers.add(digest)
+        elif present is not None and named is None and array.size >= MIN_MATCH_ELEMENTS and _one_number(array):
+            for module, digest in self._offset(array):
+                if digest in present:
+                    continue
                 modules.add(module)
                 covers.add(digest)
         if not modules:

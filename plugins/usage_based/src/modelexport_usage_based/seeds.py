@@ -46,10 +46,21 @@ def find_parameter_users(
 
     ``read``: how to read an initializer's value (default: from the proto itself).
     """
+    import numpy as np
+
     static_values = {init.name for init in graph.initializer}
     owners: dict[str, TensorOwners] = {}
-    for name, array in initializer_arrays(graph, read):
-        found = params.owners(array, name)
+    uniform: list[tuple[str, tuple[int, ...], "np.ndarray"]] = []  # tensors of one number: name, shape, the number
+    for name, tensor in initializer_arrays(graph, read):
+        found = params.owners(tensor, name)
+        if found is not None:
+            owners[name] = found
+        flat = tensor.reshape(-1)
+        if flat.size >= 2 and bool((flat == flat[0]).all()):
+            uniform.append((name, tensor.shape, flat[:1].copy()))
+    present = set().union(*(found.covers for found in owners.values()))  # the model's tensors the file holds
+    for name, shape, number in uniform:  # a tensor of one number may be one the file does not hold, plus a constant
+        found = params.owners(np.broadcast_to(number, shape), name, present)
         if found is not None:
             owners[name] = found
 
@@ -63,7 +74,7 @@ def find_parameter_users(
         if node.op_type == "Constant":
             static_values.update(node.output)
             array = constant_array(node)
-            found = params.owners(array, node.output[0]) if array is not None else None
+            found = params.owners(array, node.output[0], present) if array is not None else None
             if found is not None:
                 owners[node.output[0]] = found
                 stored.add(node.output[0])
