@@ -455,3 +455,30 @@ def test_a_value_whose_rows_the_runtime_ordered_otherwise_is_found():
     boundaries = call_regions(graph, values, events, [X])
     regions = {region.module: region.nodes for region in boundaries.regions}
     assert boundaries.unbounded == set() and regions["router"] == {0} and regions["experts"] == {1}
+
+
+def test_a_size_of_the_models_input_goes_with_the_reader_the_boundaries_move():
+    """A call reshapes its work to its input's shape: the size read from the model's input is placed by no call's
+    values (an exporter may read it anywhere), so it follows the node reading it into the call."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Transpose", ["r"], ["t"]),
+                          helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["t", "s"], ["v"])], X)
+    events = [Event(True, "child", (("x", X),)), Event(False, "child", (("v", values["v"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.sizes == {2: [3]}
+    constant = constant_nodes(graph)
+    moved = hold_boundaries({0: "child", 1: "child", 2: "", 3: ""}, boundaries, constant,
+                            made_for_readers(graph, constant))
+    assert moved == {3: "child", 2: "child"}
+
+
+def test_a_node_written_amid_a_call_it_may_have_run_in_ran_in_it():
+    """A call pads what it took by zero (a value equal to its input: the call's, or its caller's before it) between
+    two nodes of its own: exporters write nodes in the order they ran, so the pad ran in the call."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["n"]),
+                          helper.make_node("Pad", ["a", "pads"], ["p"]), helper.make_node("Tanh", ["p"], ["t"]),
+                          helper.make_node("Add", ["n", "t"], ["r"])], X, {"pads": np.zeros(4, dtype=np.int64)})
+    events = [Event(True, "child", (("a", values["a"].copy()),)), Event(False, "child", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.unplaced == {2} and boundaries.undecided == {2: {"child"}}
+    moved = hold_boundaries({0: "", 1: "child", 2: "", 3: "child", 4: "child"}, boundaries, set(), {})
+    assert moved == {2: "child"}

@@ -62,6 +62,7 @@ Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: thei
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -132,6 +133,9 @@ class Boundaries:
     """Every module some call of which ran (bounded or not); empty where that is not known."""
     ran_before: dict[str, set[int]] = field(default_factory=dict)
     """For each module, the nodes every call of it took values computed from (they ran before it began)."""
+    sizes: dict[int, list[int]] = field(default_factory=dict)
+    """The integers computed from the model's inputs alone (their sizes), each with the nodes computing anything
+    else that read it, directly or through other such integers: exporters read a size where it is used."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -442,10 +446,16 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         kept -= doubtful
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early))
         unplaced |= doubtful
+    served: dict[int, set[int]] = {}
+    for i in sorted(of_inputs, reverse=True):  # a size's readers come after it
+        served[i] = set()
+        for reader in readers.get(i, ()):
+            served[i] |= served.get(reader, set()) if reader in of_inputs else {reader}
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events},
-                      {module: nodes for module, nodes in excluded.items() if nodes})
+                      {module: nodes for module, nodes in excluded.items() if nodes},
+                      {i: sorted(nodes) for i, nodes in served.items() if nodes})
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -659,13 +669,16 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
 
     ``node_modules``: each node's module by position; ``skipped``: nodes these rules leave alone (constants);
     ``made_for``: the constants the exporter made for their readers (computed from no weight), with their
-    readers: where a reader moves, such a constant goes to the module holding all its readers. A node inside
+    readers: where a reader moves, such a constant goes to the module holding all its readers, and so does an
+    integer computed from the model's inputs alone (``boundaries.sizes``). A node inside
     regions of calls on two lines of the tree goes to the call whose region lies within every other one (a
     module instance registered under two parents, called by the second: PyTorch names each of its calls by the
     first name); where no region does (a value the exporter shared), it is left as it is. A node tagged with a
     module none of whose calls ran (a container of layers, which has no forward of its own: where a strategy
     moved a node out of one of its layers, or took the layers' common ancestor) goes to the nearest module
-    that was called.
+    that was called. A node whose call the values leave open between one call and its caller (``unplaced``)
+    ran in that call where it is written between two nodes of its region: exporters write nodes in the order
+    they ran.
     """
     inside: dict[int, list[str]] = defaultdict(list)
     regions_of: dict[int, list[CallRegion]] = defaultdict(list)
@@ -674,6 +687,13 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             inside[i].append(region.module)
             regions_of[i].append(region)
     bounding = boundaries.bounding
+    spans: dict[int, list[CallRegion]] = defaultdict(list)  # the regions each unplaced node was written amid
+    unplaced = sorted(boundaries.unplaced)
+    for region in boundaries.regions:
+        if region.nodes:
+            low, high = min(region.nodes), max(region.nodes)
+            for i in unplaced[bisect_right(unplaced, low):bisect_left(unplaced, high)]:
+                spans[i].append(region)
     moved: dict[int, str] = {}
     for i, module in node_modules.items():
         if i in skipped or i in boundaries.loose:
@@ -682,6 +702,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         if i in boundaries.unplaced:  # only the calls enclosing those it ran in or beside pull it in
             either = boundaries.undecided.get(i)
             containing = [m for m in containing if not any(is_ancestor(e, m) for e in either)] if either else []
+            # unless it was written amid one of those calls, between two nodes that ran in it: it ran in that call
+            containing += [r.module for r in spans.get(i, ()) if either and r.module in either]
         deepest = _deepest(containing)
         if containing and deepest is None:
             # regions of calls on two lines of the tree hold it: where one call ran within the other (its region
@@ -721,7 +743,7 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                 called = called.rpartition(".")[0]
             if called != tag:
                 moved[i] = called
-    for i, readers in made_for.items():
+    for i, readers in [*boundaries.sizes.items(), *made_for.items()]:  # sizes, then constants, with their readers
         if i not in node_modules or not readers:
             continue
         tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
