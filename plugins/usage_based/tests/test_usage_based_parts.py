@@ -258,3 +258,15 @@ def test_a_pass_runs_alone_on_the_state_the_earlier_ones_leave(monkeypatch, tmp_
     dict(PASSES)["first guesses"](state)
     assert all(is_ancestor(state.limits[i], state.modules[i]) for i in state.free)
     assert any(state.modules[i].startswith("blocks.1") for i in state.free)
+
+
+def test_modules_are_ordered_as_they_ran_not_as_they_were_registered():
+    """A model registering its final norm before its layers runs it after them; a container of layers, never
+    called itself, runs where its first layer does; a module that never ran comes last."""
+    from modelexport_usage_based.ownership import run_order
+
+    names = ["", "embed", "norm", "unused", "layers", "layers.0", "layers.1"]
+    first_call = {"": 0, "embed": 1, "layers.0": 2, "layers.1": 3, "norm": 4}
+    order = run_order(names, first_call)
+    assert sorted(names, key=order.__getitem__) == ["", "embed", "layers", "layers.0", "layers.1", "norm", "unused"]
+    assert run_order(names, {}) == {name: i for i, name in enumerate(names)}  # nothing ran: as registered

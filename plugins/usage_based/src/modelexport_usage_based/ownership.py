@@ -163,6 +163,25 @@ def _nearest_resolved(start: int, step: list[list[int]], resolved: dict[int, str
     return found
 
 
+def run_order(names: list[str], first_call: dict[str, int]) -> dict[str, int]:
+    """Each module's position in the order the modules first ran (``first_call``: when each module's first call
+    began), a module never called itself (a container of layers) where its first descendant ran, and those that
+    never ran after all others; registration order (``names``) among equals.
+
+    Registration order is not run order: a model may register its final norm before its layers.
+    """
+    began: dict[str, float] = {}
+    for name in names:
+        if name in first_call:
+            atoms = name.split(".") if name else []
+            for cut in range(len(atoms) + 1):
+                prefix = ".".join(atoms[:cut])
+                began[prefix] = min(began.get(prefix, float("inf")), first_call[name])
+    registered = {name: position for position, name in enumerate(names)}
+    ordered = sorted(names, key=lambda name: (began.get(name, float("inf")), registered[name]))
+    return {name: position for position, name in enumerate(ordered)}
+
+
 class CallOrder:
     """Where each module is called, estimated from the seeds: to order owners that have no seed of their own.
 

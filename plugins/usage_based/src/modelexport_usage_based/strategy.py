@@ -109,7 +109,7 @@ class UsageBasedStrategy(TaggingStrategy):
         from .helper_sizes import helper_exports, module_calls
         from .module_tree import ModuleTree
         from .order import reused_modules
-        from .ownership import resolve_owners
+        from .ownership import resolve_owners, run_order
         from .parameters import ParameterIndex
         from .propagation import State, propagate
         from .seeds import call_numbers, find_parameter_users, resolved_folds
@@ -134,10 +134,9 @@ class UsageBasedStrategy(TaggingStrategy):
         kinds = classify_nodes(graph, users.static_values, set(users.candidates))
         data = DataGraph.of(graph, index, kinds, users.static_values)
         readers_of = [index.node_consumers(graph, i) for i in range(len(graph.node))]
-        module_order = {name: position for position, name in enumerate(tree.names)}
-        seeds = resolve_owners(users, data, readers_of, module_order, tree.torch_classes)
-        calls = call_numbers(users, seeds, data)
         call_counts, first_call = counted if counted and counted[0] else module_calls(ctx.model, lambda: ctx.module(*ctx.args))
+        seeds = resolve_owners(users, data, readers_of, run_order(tree.names, first_call), tree.torch_classes)
+        calls = call_numbers(users, seeds, data)
         shapes, types = value_shapes_and_types(onnx_model)
         propagation = propagate(State(
             graph, index, kinds, data, tree, users.static_values, shapes, types, seeds, calls,
