@@ -59,6 +59,21 @@ class OffsetNormStack(nn.Module):
         return self.norm(x)
 
 
+class NormFirstStack(nn.Module):
+    """OffsetNormStack registering its final norm before the layers (it runs after them), with more layers: owners
+    of the one merged unit tensor taken in registration order shift every norm onto the one before it."""
+
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.norm = OffsetNorm(width)
+        self.layers = nn.ModuleList(OffsetNormLayer(width) for _ in range(3))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+
 class Waves(nn.Module):
     """A parameter-free module but for a buffer, computing cos and sin of positions from it."""
 
@@ -466,6 +481,7 @@ def _tokens() -> dict[str, torch.Tensor]:
 
 CASES = {
     "offset_norm": (OffsetNormStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
+    "norm_registered_first": (NormFirstStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "buffer_waves": (WaveModel, lambda: {"x": torch.randn(2, 5, WIDTH), "positions": torch.rand(2, 5) * 5}),
     "post_norm": (PostNormStack, lambda: {"x": torch.randn(2, 5, WIDTH)}),
     "gated_cnn": (GatedCnn, lambda: {"pixels": torch.randn(2, 3, 8, 8)}),
