@@ -482,3 +482,47 @@ def test_a_node_written_amid_a_call_it_may_have_run_in_ran_in_it():
     assert boundaries.unplaced == {2} and boundaries.undecided == {2: {"child"}}
     moved = hold_boundaries({0: "", 1: "child", 2: "", 3: "child", 4: "child"}, boundaries, set(), {})
     assert moved == {2: "child"}
+
+
+def test_a_size_a_call_took_computed_before_its_first_node_from_nothing_it_took_ran_before_it():
+    """The caller reads a width off a tensor and hands it, with another tensor, to a call (as a tensor of one
+    integer, as an exporter's trace makes it): written before the call's first node and read off no value the
+    call took, it was computed before the call began."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Shape", ["a"], ["s"]),
+                          helper.make_node("Gather", ["s", "one"], ["w"]), helper.make_node("Transpose", ["a"], ["t"]),
+                          helper.make_node("Neg", ["t"], ["n"]), helper.make_node("Cast", ["w"], ["f"], to=1),
+                          helper.make_node("Mul", ["n", "f"], ["r"])], X, {"one": np.array(1, dtype=np.int64)})
+    events = [Event(True, "child", (("t", values["t"].copy()), ("w", values["w"].copy()))),
+              Event(False, "child", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.ran_before["child"] >= {1, 2}
+    moved = hold_boundaries({0: "", 1: "child", 2: "child", 3: "", 4: "child", 5: "child", 6: "child"},
+                            boundaries, set(), {})
+    assert moved == {1: "", 2: ""}
+
+
+def test_a_size_read_off_a_value_the_call_took_may_be_its_own():
+    """The same, the width read off the tensor the call took: the call may read its input's sizes itself."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Transpose", ["a"], ["t"]),
+                          helper.make_node("Shape", ["t"], ["s"]), helper.make_node("Gather", ["s", "one"], ["w"]),
+                          helper.make_node("Neg", ["t"], ["n"]), helper.make_node("Cast", ["w"], ["f"], to=1),
+                          helper.make_node("Mul", ["n", "f"], ["r"])], X, {"one": np.array(1, dtype=np.int64)})
+    events = [Event(True, "child", (("t", values["t"].copy()), ("w", values["w"].copy()))),
+              Event(False, "child", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert not boundaries.ran_before.get("child", set()) & {2, 3}
+    assert hold_boundaries({0: "", 1: "", 2: "child", 3: "child", 4: "child", 5: "child", 6: "child"},
+                           boundaries, set(), {}) == {}
+
+
+def test_a_node_passing_on_a_size_the_call_took_may_be_its_own():
+    """The call casts the width it took before using it: the cast passes the number on, and may be the call's."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Shape", ["a"], ["s"]),
+                          helper.make_node("Gather", ["s", "one"], ["w"]), helper.make_node("Transpose", ["a"], ["t"]),
+                          helper.make_node("Cast", ["w"], ["w32"], to=6), helper.make_node("Neg", ["t"], ["n"]),
+                          helper.make_node("Cast", ["w32"], ["f"], to=1), helper.make_node("Mul", ["n", "f"], ["r"])],
+                         X, {"one": np.array(1, dtype=np.int64)})
+    events = [Event(True, "child", (("t", values["t"].copy()), ("w", values["w"].copy()))),
+              Event(False, "child", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert {1, 2} <= boundaries.ran_before["child"] and 4 not in boundaries.ran_before["child"]

@@ -47,6 +47,9 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
   once at the top of the file: no call pulls them in);
 - in a call given numbers that are not tensors (sizes, read from a tensor, that the hooks do not see), the
   integer arithmetic giving values equal to them;
+- of the arithmetic giving a number a call took (also as a tensor of one integer), the nodes written before its
+  first other node, read off no value it took and passing on no number they read: they ran before the call
+  began (:attr:`Boundaries.ran_before`), the caller handing the number in;
 - where a call returned a new tensor equal to what it took (a norm at its initial statistics, a block whose
   residual branch is scaled near zero), the nodes passing that value on after the node that made it (the
   returning call's or its caller's). The node that made it ran in the call that made it, which pulls it in as
@@ -298,6 +301,20 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                              and (within is None or j in within))
         return seen
 
+    def measured(node: int) -> set[int]:
+        """The nodes computing something other than integers whose values (their sizes) an integer node reads."""
+        found: set[int] = set()
+        stack, seen = [node], {node}
+        while stack:
+            for name in graph.node[stack.pop()].input:
+                if name in producer and (j := producer[name]) not in seen:
+                    seen.add(j)
+                    if j in integer:
+                        stack.append(j)
+                    else:
+                        found.add(j)
+        return found
+
     def descends(later: int, earlier: int) -> bool:
         """Whether node ``later`` is computed from node ``earlier``'s output."""
         return earlier in ancestors([later], earlier - 1)
@@ -388,7 +405,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     loose: set[int] = set()
     unplaced: set[int] = set()
     undecided: dict[int, set[str]] = defaultdict(set)
-    excluded: dict[str, set[int]] = {}
+    calls_before: list[tuple[str, set[int]]] = []  # each call's module, with the nodes that ran before it began
     for event in events:
         if event.begins:
             begun.append((cursor, event.values, event.numbers, len(claimed)))
@@ -402,7 +419,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                  for key, array in inputs
                  if key in known or informative(array) and not is_input(array) and (found := find(array))]
         ran_before = ancestors(taken, begun[-1][0] if begun else -1) if taken else set()
-        excluded[event.module] = ran_before if event.module not in excluded else excluded[event.module] & ran_before
+        calls_before.append((event.module, ran_before))
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
                     if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)
                     and not apart_from_what_it_took(array, given_key)]
@@ -429,6 +446,20 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         doubtful = ancestors([i for i in sources if i in unsure], start) - before - constant
         if numbers:
             doubtful |= _giving_numbers(nodes, numbers, graph, producer, values, integer)
+        # the numbers it took (sizes, also as tensors of one integer: an exporter's trace makes them tensors)
+        # existed before it began: the nodes giving them written before its first other node, computed from no
+        # value it took (it may read its own input's sizes itself) and passing on no number they read (a cast of
+        # it: the call's), were computed before it and handed in
+        took = numbers + tuple(float(array.reshape(-1)[0]) for _, array in inputs
+                                if array.size == 1 and array.dtype.kind in "iu")
+        giving = _giving_numbers(nodes, took, graph, producer, values, integer) if took else set()
+        if nodes - giving - doubtful:
+            first_other = min(nodes - giving - doubtful)
+            handed = {i for i in giving if i < first_other and not measured(i) & set(sources)
+                      and not any(_same_elements(values, graph.node[producer[name]], graph.node[i])
+                                  for name in graph.node[i].input if name in producer)}
+            ran_before |= handed
+            doubtful |= handed
         for node in doubtful - of_inputs:
             undecided[node].add(event.module)
         doubtful |= nodes & of_inputs
@@ -446,6 +477,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         kept -= doubtful
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early))
         unplaced |= doubtful
+    excluded: dict[str, set[int]] = {}
+    for module, nodes in calls_before:  # the nodes every call of a module ran after
+        excluded[module] = nodes if module not in excluded else excluded[module] & nodes
     served: dict[int, set[int]] = {}
     for i in sorted(of_inputs, reverse=True):  # a size's readers come after it
         served[i] = set()
@@ -468,6 +502,14 @@ def _numbers_in(value: Any) -> Iterator[float]:
             yield from _numbers_in(item)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         yield value
+
+
+def _same_elements(values: dict[str, "np.ndarray"], earlier: "onnx.NodeProto", later: "onnx.NodeProto") -> bool:
+    """Whether ``later``'s first output holds the elements of ``earlier``'s first output, in order."""
+    import numpy as np
+
+    a, b = values.get(earlier.output[0]), values.get(later.output[0])
+    return a is not None and b is not None and a.size == b.size and bool(np.array_equal(a.reshape(-1), b.reshape(-1)))
 
 
 def _giving_numbers(nodes: set[int], numbers: tuple[float, ...], graph: "onnx.GraphProto",
