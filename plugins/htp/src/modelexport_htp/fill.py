@@ -505,8 +505,8 @@ def _unmatched_feeding(
         for producer in index.node_producers(graph, todo.pop()):
             if producer in found or producer in projection.matched:
                 continue
-            outputs = [values.get(name) for name in graph.node[producer].output if name]
-            if any(value is not None and value.dtype.kind == input_value.dtype.kind and value.shape == input_value.shape
+            outputs = [value for name in graph.node[producer].output if name and hasattr(value := values.get(name), "dtype")]
+            if any(value.dtype.kind == input_value.dtype.kind and value.shape == input_value.shape
                    and np.array_equal(value, input_value) for value in outputs for input_value in taken):
                 continue  # made before the call, which took it (of its kind: a mask of falses is no tensor of zeros)
             found.add(producer)

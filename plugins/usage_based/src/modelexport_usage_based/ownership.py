@@ -11,6 +11,7 @@ blocks of a stack follow one another.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from modelexport_core.sdk import common_ancestor
 
@@ -163,7 +164,7 @@ def _nearest_resolved(start: int, step: list[list[int]], resolved: dict[int, str
     return found
 
 
-def run_order(names: list[str], first_call: dict[str, int]) -> dict[str, int]:
+def run_order(names: Sequence[str], first_call: dict[str, int]) -> dict[str, int]:
     """Each module's position in the order the modules first ran (``first_call``: when each module's first call
     began), a module never called itself (a container of layers) where its first descendant ran, and those that
     never ran after all others; registration order (``names``) among equals.

@@ -191,7 +191,7 @@ class ParameterIndex:
             for module, digest in self._offset(array):
                 modules.add(module)
                 covers.add(digest)
-        elif present is not None and named is None and array.size >= MIN_MATCH_ELEMENTS and _one_number(array):
+        elif present is not None and named is None and array.size >= MIN_MATCH_ELEMENTS and one_number(array):
             for module, digest in self._offset(array):
                 if digest in present:
                     continue
@@ -236,7 +236,7 @@ class ParameterIndex:
         ]
 
 
-def _one_number(array: "np.ndarray") -> bool:
+def one_number(array: "np.ndarray") -> bool:
     """Whether every element of ``array`` is the same number."""
     flat = array.reshape(-1)
     return bool((flat == flat[0]).all())

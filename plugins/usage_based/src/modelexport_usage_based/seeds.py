@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .data_flow import DataGraph
 from .graph_values import ArrayReader, constant_array, initializer_arrays
-from .parameters import ParameterIndex, TensorOwners
+from .parameters import ParameterIndex, TensorOwners, one_number
 
 if TYPE_CHECKING:
     import onnx
@@ -55,9 +55,8 @@ def find_parameter_users(
         found = params.owners(tensor, name)
         if found is not None:
             owners[name] = found
-        flat = tensor.reshape(-1)
-        if flat.size >= 2 and bool((flat == flat[0]).all()):
-            uniform.append((name, tensor.shape, flat[:1].copy()))
+        if tensor.size >= 2 and one_number(tensor):
+            uniform.append((name, tensor.shape, tensor.reshape(-1)[:1].copy()))
     present = set().union(*(found.covers for found in owners.values()))  # the model's tensors the file holds
     for name, shape, number in uniform:  # a tensor of one number may be one the file does not hold, plus a constant
         found = params.owners(np.broadcast_to(number, shape), name, present)
