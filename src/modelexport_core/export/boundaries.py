@@ -303,17 +303,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
 
     def measured(node: int) -> set[int]:
         """The nodes computing something other than integers whose values (their sizes) an integer node reads."""
-        found: set[int] = set()
-        stack, seen = [node], {node}
-        while stack:
-            for name in graph.node[stack.pop()].input:
-                if name in producer and (j := producer[name]) not in seen:
-                    seen.add(j)
-                    if j in integer:
-                        stack.append(j)
-                    else:
-                        found.add(j)
-        return found
+        arithmetic = ancestors([node], within=integer)
+        return {producer[name] for i in arithmetic for name in graph.node[i].input if name in producer} - arithmetic
 
     def descends(later: int, earlier: int) -> bool:
         """Whether node ``later`` is computed from node ``earlier``'s output."""
