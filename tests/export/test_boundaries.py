@@ -526,3 +526,19 @@ def test_a_node_passing_on_a_size_the_call_took_may_be_its_own():
               Event(False, "child", (("r", values["r"]),))]
     boundaries = call_regions(graph, values, events, [X])
     assert {1, 2} <= boundaries.ran_before["child"] and 4 not in boundaries.ran_before["child"]
+
+
+def test_a_call_also_returning_a_value_that_tells_nothing_is_bounded_by_its_other_results():
+    graph, values, x = _graph()
+    events = _events(values, x)
+    # second also returns a size (a scalar integer): no node is told by it, the tensor still bounds the call
+    events[4] = Event(False, "second", (("second result", values["b"]), ("size", np.array(3))))
+    boundaries = call_regions(graph, values, events, [x])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["second"].nodes == {2}
+    # the nodes computing the size are not known: none is pushed out of the module on this call's account
+    assert "second" in boundaries.unbounded
+    constant = constant_nodes(graph)
+    tags = {0: "", 1: "", 2: "first", 3: "second", 4: "second"}
+    moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+    assert moved == {0: "first", 2: "second"}  # Tanh pulled in; the Mul and its constant stay where they were

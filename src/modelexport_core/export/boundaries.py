@@ -22,11 +22,13 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 
 :func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
 
-Only what the values settle is used. A call is not bounded where a value tells nothing (a scalar, all one
-number; except an input of one number repeated that exactly one node of the file holds: a mask that masks
-nothing, built by the caller) or is not found; where an input equals several values written before the
-result, unless each later one passes the first on unchanged; where a result equals several values written
-after the call began (less those holding results of calls that ended before it began), unless each later one
+Only what the values settle is used. A value that tells nothing (a scalar, all one number) places no node,
+except an input of one number repeated that exactly one node of the file holds (a mask that masks nothing,
+built by the caller). A call is not bounded where every result tells nothing or a value is not found; a call
+some result of which tells nothing (a size returned beside a tensor) is bounded by the others, its region
+pulling nodes in but pushing none out of the module (the nodes computing that result are not known). Nor is
+a call bounded where an input equals several values written before the result, unless each later one passes
+the first on unchanged; where a result equals several values written after the call began (less those holding results of calls that ended before it began), unless each later one
 passes the first on or is computed from it (a later call's value, as a block scaled near zero returns) and
 the first is no result of a call it made (a norm at its initial statistics returns a new tensor equal to its
 child's result); where a result equals a value the call took (unless a node written after that value holds
@@ -422,11 +424,16 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         unplaced.add(node)
                         undecided[node].add(event.module)
             continue
+        untold = any(key not in known and not informative(array) for key, array in event.values)
         region = _bound(event.values, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
                         uniform, (claimed, mark), descends)
         if region is None:
             unbounded.add(event.module)
             continue
+        if untold:
+            # a result that tells nothing (a size it returned, a mask of ones) places no node: the nodes computing
+            # it are unknown, so none is pushed out of the module on this call's account; its region pulls in
+            unbounded.add(event.module)
         results, sources, unsure = region
         cursor = max(cursor, *results)
         before = ancestors([i for i in sources if i not in unsure], start)
@@ -593,7 +600,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             firsts.append(known[key])
             continue
         if not informative(array):
-            return None
+            continue  # it places no node: the call is bounded by the others
         later = [i for i in _after(find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
         if not later:
             return None
@@ -642,6 +649,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         if key in known:
             results.append(known[key])
             unsure.update(runs_on.get(key, ()))
+            continue
+        if not informative(array):
             continue
         candidates = [i for i in _after(find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
         node = candidates[0]
