@@ -542,3 +542,26 @@ def test_a_call_also_returning_a_value_that_tells_nothing_is_bounded_by_its_othe
     tags = {0: "", 1: "", 2: "first", 3: "second", 4: "second"}
     moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
     assert moved == {0: "first", 2: "second"}  # Tanh pulled in; the Mul and its constant stay where they were
+
+
+def test_a_table_of_zeros_shaped_to_the_input_added_to_a_result_passes_it_on_and_may_be_the_calls():
+    """embed returns tanh(x) plus a table of zeros reshaped to x's sizes (a positional table resized to the input);
+    layer takes that value, and only a Shape besides the Add reads tanh(x). The Add may be either call's last or
+    first node; the table computed from a weight and sizes alone may be embed's: neither is pushed out of embed
+    nor pulled into layer."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Shape", ["t"], ["size"]),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Reshape", ["zeros", "shape"], ["table"]),
+        helper.make_node("Add", ["t", "table"], ["e"]),
+        helper.make_node("Sin", ["e"], ["s"]),
+    ], X, {"zeros": np.zeros(6, dtype=np.float32)})
+    events = [Event(True, "embed", (("x", X),)), Event(False, "embed", (("e", values["e"]),)),
+              Event(True, "layer", (("e", values["e"]),)), Event(False, "layer", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["embed"].nodes == {0} and {2, 3, 4} <= regions["embed"].unsure
+    tags = {0: "embed", 1: "embed", 2: "embed", 3: "embed", 4: "embed", 5: "layer"}
+    moved = hold_boundaries(tags, boundaries, constant_nodes(graph), {})
+    assert not {2, 3, 4} & set(moved)

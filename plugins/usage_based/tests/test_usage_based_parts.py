@@ -270,3 +270,21 @@ def test_modules_are_ordered_as_they_ran_not_as_they_were_registered():
     order = run_order(names, first_call)
     assert sorted(names, key=order.__getitem__) == ["", "embed", "layers", "layers.0", "layers.1", "norm", "unused"]
     assert run_order(names, {}) == {name: i for i, name in enumerate(names)}  # nothing ran: as registered
+
+
+class Table(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.arange(12.0).reshape(1, 4, 3))
+        self.zeros = torch.nn.Parameter(torch.zeros(1, 5, 2))
+
+
+def test_a_run_of_a_parameters_positions_along_one_axis_is_that_parameters():
+    """An exporter folds a parameter sliced by constant bounds (``table[:, 1:]``) into a tensor of its own."""
+    index = ParameterIndex(Table())
+    rows = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    assert index.owners(rows[1:]).modules == {""}
+    assert index.owners(rows[None, 1:3]).modules == {""}
+    assert index.owners(np.zeros((4, 2), dtype=np.float32)).modules == {""}  # zeros: a part of the zero table only
+    assert index.owners(rows[[0, 2]]) is None  # not a run
+    assert index.owners(rows[1:, :2]) is None  # two axes cut

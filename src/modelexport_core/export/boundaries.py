@@ -26,19 +26,22 @@ Only what the values settle is used. A value that tells nothing (a scalar, all o
 except an input of one number repeated that exactly one node of the file holds (a mask that masks nothing,
 built by the caller). A call is not bounded where every result tells nothing or a value is not found; a call
 some result of which tells nothing (a size returned beside a tensor) is bounded by the others, its region
-pulling nodes in but pushing none out of the module (the nodes computing that result are not known). Nor is
-a call bounded where an input equals several values written before the result, unless each later one passes
-the first on unchanged; where a result equals several values written after the call began (less those holding results of calls that ended before it began), unless each later one
-passes the first on or is computed from it (a later call's value, as a block scaled near zero returns) and
-the first is no result of a call it made (a norm at its initial statistics returns a new tensor equal to its
-child's result); where a result equals a value the call took (unless a node written after that value holds
-the result :data:`DECISIVE` times nearer than the value's node does: the call computed a value of its own,
-as a norm at its initial statistics does). Of several node outputs equal to one recorded value, those
-:data:`DECISIVE` times farther from it than the nearest are not it. A value runs on unchanged through nodes
-computing from it, constants and integers alone (a zero bias added, a cast to the type it has, an expansion
-to the shape it has): a call may have taken or returned it at any of them. A value a call took also runs on
-unchanged through a node computing a value equal to it from it and anything else (a residual add of a branch
-returning zeros).
+pulling nodes in but pushing none out of the module (the nodes computing that result are not known). Nor is a
+call bounded where an input equals several values written before the result, unless each later one passes the
+first on unchanged; where a result equals several values written after the call began (less those holding
+results of calls that ended before it began), unless each later one passes the first on or is computed from it
+(a later call's value, as a block scaled near zero returns) and the first is no result of a call it made (a
+norm at its initial statistics returns a new tensor equal to its child's result); where a result equals a
+value the call took (unless a node written after that value holds the result :data:`DECISIVE` times nearer
+than the value's node does: the call computed a value of its own, as a norm at its initial statistics does).
+Of several node outputs equal to one recorded value, those :data:`DECISIVE` times farther from it than the
+nearest are not it. A value runs on unchanged through nodes computing from it, constants and integers alone (a
+zero bias added, a cast to the type it has, an expansion to the shape it has), or values computed from
+weights, constants and sizes alone (a positional table of zeros, resized to the input's sizes, added): a call
+may have taken or returned it at any of them. Where it ran on through such a node after a call's result, the
+values that node computed from beside the result (not sizes, read where they are used) and what they were
+computed from, after the call began, may be the call's too. A value a call took also runs on unchanged through
+a node computing a value equal to it from it and anything else (a residual add of a branch returning zeros).
 
 Some nodes of a region ran in the call or in its caller; the values do not say which, so they are pulled
 into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them in,
@@ -318,23 +321,23 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if name in sizes:
             return sizes[name] > 1
         value = values.get(name)
-        return name in producer and producer[name] in constant and value is not None \
+        return name in producer and producer[name] in data_free and value is not None \
             and getattr(value, "dtype", None) is not None and value.dtype.kind in "fc" and value.size > 1
 
     def passes_on(later: int, earlier: int, ending: bool = False) -> bool:
         """Whether node ``later`` computes from node ``earlier``'s output, constants and integer values (shapes,
         indices) alone: equal to it, it passed it on. ``ending``: on from a call's result, a node reading
-        weights passes the value on only where it is the value's one reader (a bias of zeros added to a
-        layer's product); one of several readers computes from the result the call handed out (the next
+        weights passes the value on only where it is the value's one reader that reads its elements (a bias
+        of zeros added to a layer's product; a node reading only its sizes aside); one of several readers computes from the result the call handed out (the next
         block's norm at its initial statistics, beside the block's other layers reading the same value).
         Else (not ``ending``) a node reading the value and computing an equal one passes it on whatever else it
         reads (a residual add of a branch that returns zeros): a call taking that value took it at either."""
-        weights = not ending or len(readers.get(earlier, ())) <= 1
+        weights = not ending or len([i for i in readers.get(earlier, ()) if i not in sizing]) <= 1
         made = set(graph.node[earlier].output)
         reads = [name for name in graph.node[later].input if name]
         if not any(name in made for name in reads):
             return False
-        if all(name in made or (name not in producer or producer[name] in constant) and (weights or not weighs(name))
+        if all(name in made or (name not in producer or producer[name] in data_free) and (weights or not weighs(name))
                or getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
                for name in reads):
             return True
@@ -385,6 +388,16 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     integer = {i for i, node in enumerate(graph.node)  # the nodes computing integers (sizes, indices, flags)
                if all(getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
                       for name in node.output if name)}
+    # computed from weights, constants and sizes alone (a positional table resized to the input's sizes): no
+    # element of the data reaches them
+    sizing = {i for i, node in enumerate(graph.node) if node.op_type in ("Shape", "Size")}  # read no element
+    graph_inputs = {value.name for value in graph.input}
+    data_free = set(constant)
+    for i, node in enumerate(graph.node):
+        if i in sizing or all(
+                name not in graph_inputs and (name not in producer or producer[name] in data_free)
+                for name in node.input if name):
+            data_free.add(i)
     # integers computed from the model's inputs alone (their sizes, integer inputs): exporters read them where
     # they are used or once at the top, so no call's values place them
     of_inputs = _size_arithmetic(set(range(len(graph.node))), graph, producer, integer, closed=True) - constant
@@ -473,7 +486,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         kept = _kept_inside(nodes, results, readers, producer, graph)
         loose |= (nodes - kept - doubtful) | early
         kept -= doubtful
-        regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early))
+        # a node passing a result on unchanged may be the call's last (a zero added): so may the values it computed
+        # from beside the result (not sizes, read where they are used), after the call began and from nothing it
+        # took, and what they were computed from
+        passing = unsure - set(sources)
+        beside_values = {producer[name] for i in passing for name in graph.node[i].input if name in producer} \
+            - integer - passing - nodes
+        beside = ancestors(beside_values, start) - before - constant - nodes - doubtful if beside_values else set()
+        regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside))
         unplaced |= doubtful
     excluded: dict[str, set[int]] = {}
     for module, nodes in calls_before:  # the nodes every call of a module ran after

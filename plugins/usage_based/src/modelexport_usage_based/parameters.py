@@ -4,7 +4,8 @@ Exporters rename, transpose and merge parameters (TorchScript folds ``W.T`` of a
 into ``onnx::MatMul_N``; both exporters keep one copy of identical tensors), so a graph
 tensor is matched to the model's parameters and buffers by exact value, directly,
 transposed, or viewed with axes of one added or removed (a scale folded as
-``scale.reshape(-1, 1, 1)``). Its name, when it spells a parameter, is kept as a hint
+``scale.reshape(-1, 1, 1)``); where none equals it, as a run of one parameter's
+positions along one axis (a slice with constant bounds, folded). Its name, when it spells a parameter, is kept as a hint
 only: after merging it may name just one of several equal tensors.
 """
 
@@ -90,6 +91,7 @@ class ParameterIndex:
         self._digests: dict[str, str] = {}
         self._distinctive: set[str] = set()
         self._by_shape: dict[tuple[int, ...], list[tuple["np.ndarray", str, str]]] = defaultdict(list)
+        self._squeezed: dict[int, list[tuple["np.ndarray", str]]] = defaultdict(list)  # by number of axes
         self._keys = _ValueKeys()
         modules = {name for name, _ in model.named_modules()}
         for qualname, tensor in _named_tensors(model):
@@ -114,6 +116,8 @@ class ParameterIndex:
             if array.dtype.kind == "f" and array.ndim == 1:
                 self._by_shape[array.shape].append((array, module, digest))
             self._covers[key].add(digest)
+            squeezed_array = array.reshape(tuple(n for n in array.shape if n != 1))
+            self._squeezed[squeezed_array.ndim].append((squeezed_array, module))
             if array.size and (array != array.flat[0]).any():
                 self._distinctive.add(digest)
         self._add_derived(model)
@@ -191,6 +195,8 @@ class ParameterIndex:
             for module, digest in self._offset(array):
                 modules.add(module)
                 covers.add(digest)
+            if not modules:
+                modules.update(self._part_of(array))
         elif present is not None and named is None and array.size >= MIN_MATCH_ELEMENTS and one_number(array):
             for module, digest in self._offset(array):
                 if digest in present:
@@ -220,6 +226,29 @@ class ParameterIndex:
             tolerance = ABSOLUTE_TOLERANCE + RELATIVE_TOLERANCE * abs(difference[0])
             if np.allclose(difference, difference[0], rtol=0.0, atol=tolerance):
                 found.append((module, digest))
+        return found
+
+    def _part_of(self, array: "np.ndarray") -> set[str]:
+        """Owners of the parameters ``array`` is a part of: equal to a run of one parameter's positions along one
+        axis, every other axis whole (axes of one aside). An exporter folds a parameter sliced by constant bounds
+        (``table[:, 1:]``, a run of its rows) into a tensor of its own."""
+        import numpy as np
+
+        part = array.reshape(tuple(n for n in array.shape if n != 1))
+        found = set()
+        for whole, module in self._squeezed.get(part.ndim, ()):
+            if whole.dtype != part.dtype or whole.shape == part.shape:
+                continue
+            differing = [axis for axis, (a, b) in enumerate(zip(part.shape, whole.shape)) if a != b]
+            if len(differing) != 1 or part.shape[differing[0]] > whole.shape[differing[0]]:
+                continue
+            axis, length = differing[0], part.shape[differing[0]]
+            moved = np.moveaxis(whole, axis, 0)
+            wanted = np.moveaxis(part, axis, 0)
+            starts = moved[:whole.shape[axis] - length + 1]
+            firsts = np.flatnonzero((starts == wanted[0]).reshape(len(starts), -1).all(axis=1))  # one pass
+            if any(np.array_equal(moved[start:start + length], wanted) for start in firsts):
+                found.add(module)
         return found
 
     def _near(self, array: "np.ndarray") -> list[tuple["np.ndarray", str, frozenset[str], frozenset[str]]]:
