@@ -288,3 +288,32 @@ def test_a_run_of_a_parameters_positions_along_one_axis_is_that_parameters():
     assert index.owners(np.zeros((4, 2), dtype=np.float32)).modules == {""}  # zeros: a part of the zero table only
     assert index.owners(rows[[0, 2]]) is None  # not a run
     assert index.owners(rows[1:, :2]) is None  # two axes cut
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Pair()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class TwoBlocks(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(Block() for _ in range(2))
+
+
+def test_a_node_between_nodes_of_two_sibling_calls_is_bounded_by_their_common_caller():
+    """Node 2 reads a node of each block and is read by a node of each (blocks reused around it): it lies between
+    two nodes of layers.0 and between two of layers.1, so neither bounds it, whatever order sets are read in."""
+    from modelexport_usage_based.contexts import bounds
+    from modelexport_usage_based.data_flow import DataGraph
+
+    producers = [[], [], [0, 1], [2], [2]]
+    consumers = [[2], [2], [3, 4], [], []]
+    data = DataGraph(producers, consumers, [False] * 5, [[] for _ in range(5)], {}, {}, frozenset())
+    modules = {0: "layers.0.inner", 1: "layers.1.inner", 3: "layers.0.inner", 4: "layers.1.inner"}
+    limits = bounds(5, data, ModuleTree.of(TwoBlocks()), set(modules), modules, [frozenset()] * 5)
+    assert limits[2] == ""

@@ -54,7 +54,9 @@ def bounds(
     """For each node, the deepest called module containing a fixed node before it and one after it.
 
     A module call is one stretch of computation, so a node on a path between two nodes of
-    one module runs inside that module. Two nodes of the same leaf are two calls of it
+    one module runs inside that module; where it lies between nodes of each of two modules of
+    one depth, inside their common ancestor (whichever ran it, the bound holds, and it does not
+    hang on the order sets are read in). Two nodes of the same leaf are two calls of it
     (a reused layer), which bound nothing below the leaf's caller. Reading the shape of a
     value (``shapes_read``: data values whose shapes a node's inputs are computed from)
     places a node after it, inside the module where the value is seen (see ``_seen_in``).
@@ -85,15 +87,18 @@ def bounds(
             continue
         preceding = {m for j in data.producers[i] for m in before[j]} | seen[i]
         following = {m for j in data.consumers[i] for m in after[j]}
-        best = ""
+        deepest: set[str] = {""}
         for a in preceding:
             for b in following:
                 candidate = tree.common([a, b])
                 if tree.is_leaf(candidate):
                     candidate = tree.closing_context(candidate)
-                if tree.depth(candidate) > tree.depth(best):
-                    best = candidate
-        result[i] = best
+                if tree.depth(candidate) > tree.depth(next(iter(deepest))):
+                    deepest = {candidate}
+                elif tree.depth(candidate) == tree.depth(next(iter(deepest))):
+                    deepest.add(candidate)
+        # between nodes of two modules of one depth (two calls of a module reused around it): within both callers
+        result[i] = next(iter(deepest)) if len(deepest) == 1 else tree.common(sorted(deepest))
     return result
 
 
