@@ -168,11 +168,12 @@ def test_of_equal_values_a_result_is_the_first_where_the_others_were_computed_fr
 
 def test_a_node_holding_an_earlier_calls_result_holds_no_later_calls_result():
     """first returns relu(x), passed on by a zero added (node 1); second returns a new tensor equal to it,
-    computed from it (zeros made from a value added, node 4): its result is node 4, not the node passing first's
-    result on."""
+    computed from it (a branch scaled by a weight of zeros added, node 4): its result is node 4, not the node
+    passing first's result on."""
     graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Add", ["a", "zero"], ["a2"]),
-                          helper.make_node("Sin", ["a2"], ["s"]), helper.make_node("Sub", ["s", "s"], ["z"]),
-                          helper.make_node("Add", ["a2", "z"], ["c"])], X, {"zero": np.zeros(3, dtype=np.float32)})
+                          helper.make_node("Sin", ["a2"], ["s"]), helper.make_node("Mul", ["s", "scale"], ["z"]),
+                          helper.make_node("Add", ["a2", "z"], ["c"])], X,
+                         {"zero": np.zeros(3, dtype=np.float32), "scale": np.zeros(3, dtype=np.float32)})
     events = [Event(True, "first", (("x", X),)), Event(False, "first", (("a", values["a"]),)),
               Event(True, "second", (("x", X),)), Event(False, "second", (("c", values["c"]),))]
     boundaries = call_regions(graph, values, events, [X])
@@ -565,3 +566,25 @@ def test_a_table_of_zeros_shaped_to_the_input_added_to_a_result_passes_it_on_and
     tags = {0: "embed", 1: "embed", 2: "embed", 3: "embed", 4: "embed", 5: "layer"}
     moved = hold_boundaries(tags, boundaries, constant_nodes(graph), {})
     assert not {2, 3, 4} & set(moved)
+
+
+def test_a_normalization_repeated_until_it_settles_ends_at_its_last_step():
+    """balance divides x by its row sums twice; the second step changes nothing (the rows already sum to one), so
+    both steps' values equal its result. The second is computed from the first and constants alone: it passes the
+    value on, and the call may end at it, so no step is pushed out of the call."""
+    x = np.array([[0.5, 1.0, 2.0], [1.5, 0.25, 3.0]], dtype=np.float32)
+    graph, values = _run([
+        helper.make_node("ReduceSum", ["x", "axes"], ["s1"], keepdims=1),
+        helper.make_node("Add", ["s1", "eps"], ["d1"]),
+        helper.make_node("Div", ["x", "d1"], ["r1"]),
+        helper.make_node("ReduceSum", ["r1", "axes"], ["s2"], keepdims=1),
+        helper.make_node("Add", ["s2", "eps"], ["d2"]),
+        helper.make_node("Div", ["r1", "d2"], ["r2"]),
+        helper.make_node("Tanh", ["r2"], ["t"]),
+    ], x, {"axes": np.array([-1], dtype=np.int64), "eps": np.array(1e-12, dtype=np.float32)})
+    events = [Event(True, "balance", (("x", x),)), Event(False, "balance", (("r", values["r2"]),))]
+    boundaries = call_regions(graph, values, events, [x])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["balance"].nodes == {0, 1, 2} and {3, 4, 5} <= regions["balance"].unsure
+    moved = hold_boundaries({i: "balance" for i in range(6)} | {6: ""}, boundaries, constant_nodes(graph), {})
+    assert not {3, 4, 5} & set(moved)

@@ -37,11 +37,13 @@ than the value's node does: the call computed a value of its own, as a norm at i
 Of several node outputs equal to one recorded value, those :data:`DECISIVE` times farther from it than the
 nearest are not it. A value runs on unchanged through nodes computing from it, constants and integers alone (a
 zero bias added, a cast to the type it has, an expansion to the shape it has), or values computed from
-weights, constants and sizes alone (a positional table of zeros, resized to the input's sizes, added): a call
-may have taken or returned it at any of them. Where it ran on through such a node after a call's result, the
-values that node computed from beside the result (not sizes, read where they are used) and what they were
-computed from, after the call began, may be the call's too. A value a call took also runs on unchanged through
-a node computing a value equal to it from it and anything else (a residual add of a branch returning zeros).
+weights, constants and sizes alone (a positional table of zeros, resized to the input's sizes, added), or
+values computed from it and constants alone, reading no weight (its sums, dividing it: a normalization
+repeated until it settles): a call may have taken or returned it at any of them. Where it ran on through such
+a node after a call's result, the values that node computed from beside the result (not sizes, read where they
+are used) and what they were computed from, after the call began, may be the call's too. A value a call took
+also runs on unchanged through a node computing a value equal to it from it and anything else (a residual add
+of a branch returning zeros).
 
 Some nodes of a region ran in the call or in its caller; the values do not say which, so they are pulled
 into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them in,
@@ -324,6 +326,18 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         return name in producer and producer[name] in data_free and value is not None \
             and getattr(value, "dtype", None) is not None and value.dtype.kind in "fc" and value.size > 1
 
+    def from_alone(name: str, earlier: int) -> bool:
+        """Whether a value is computed from node ``earlier``'s output and constants alone, reading no weight (its
+        sum, to divide it by: a normalization repeated until it settles)."""
+        if name not in producer or producer[name] <= earlier:
+            return False
+        steps = ancestors([producer[name]], earlier)
+        made = set(graph.node[earlier].output)
+        return all(value in made or value in producer and producer[value] in steps
+                   or value not in graph_inputs and (value not in producer or producer[value] in data_free)
+                   and not weighs(value)
+                   for i in steps for value in graph.node[i].input if value)
+
     def passes_on(later: int, earlier: int, ending: bool = False) -> bool:
         """Whether node ``later`` computes from node ``earlier``'s output, constants and integer values (shapes,
         indices) alone: equal to it, it passed it on. ``ending``: on from a call's result, a node reading
@@ -339,6 +353,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             return False
         if all(name in made or (name not in producer or producer[name] in data_free) and (weights or not weighs(name))
                or getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
+               or from_alone(name, earlier)
                for name in reads):
             return True
         return not ending and any(
