@@ -340,12 +340,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
 
     def passes_on(later: int, earlier: int, ending: bool = False) -> bool:
         """Whether node ``later`` computes from node ``earlier``'s output, constants and integer values (shapes,
-        indices) alone: equal to it, it passed it on. ``ending``: on from a call's result, a node reading
-        weights passes the value on only where it is the value's one reader that reads its elements (a bias
-        of zeros added to a layer's product; a node reading only its sizes aside); one of several readers computes from the result the call handed out (the next
-        block's norm at its initial statistics, beside the block's other layers reading the same value).
-        Else (not ``ending``) a node reading the value and computing an equal one passes it on whatever else it
-        reads (a residual add of a branch that returns zeros): a call taking that value took it at either."""
+        indices) alone: equal to it, it passed it on. ``ending``: on from a call's result, a node
+        reading weights passes the value on only where it is the value's one reader that reads its
+        elements (a bias of zeros added to a layer's product; a node reading only its sizes aside); one
+        of several readers computes from the result the call handed out (the next block's norm at its
+        initial statistics, beside the block's other layers reading the same value). Else (not
+        ``ending``) a node reading the value and computing an equal one passes it on whatever else it
+        reads (a residual add of a branch that returns zeros): a call taking that value took it at
+        either."""
         weights = not ending or len([i for i in readers.get(earlier, ()) if i not in sizing]) <= 1
         made = set(graph.node[earlier].output)
         reads = [name for name in graph.node[later].input if name]

@@ -1,12 +1,11 @@
 """Which modules of the model own a tensor found in an ONNX graph, by value and by name.
 
-Exporters rename, transpose and merge parameters (TorchScript folds ``W.T`` of a Linear
-into ``onnx::MatMul_N``; both exporters keep one copy of identical tensors), so a graph
-tensor is matched to the model's parameters and buffers by exact value, directly,
-transposed, or viewed with axes of one added or removed (a scale folded as
-``scale.reshape(-1, 1, 1)``); where none equals it, as a run of one parameter's
-positions along one axis (a slice with constant bounds, folded). Its name, when it spells a parameter, is kept as a hint
-only: after merging it may name just one of several equal tensors.
+Exporters rename, transpose and merge parameters (TorchScript folds ``W.T`` of a Linear into ``onnx::MatMul_N``;
+both exporters keep one copy of identical tensors), so a graph tensor is matched to the model's parameters and
+buffers by exact value, directly, transposed, or viewed with axes of one added or removed (a scale folded as
+``scale.reshape(-1, 1, 1)``); where none equals it, as a run of one parameter's positions along one axis (a
+slice with constant bounds, folded). Its name, when it spells a parameter, is kept as a hint only: after merging
+it may name just one of several equal tensors.
 """
 
 from __future__ import annotations
