@@ -28,7 +28,7 @@ from modelexport_core.export.boundaries import hold_call_boundaries, recording_c
 from modelexport_core.export.containment import EVIDENCE_KIND, hold_call_containment, hold_causality
 from modelexport_core.export.exporters import as_exported, export_dynamo, export_torchscript
 from modelexport_core.format.checksum import ExactValues, value_checksum, value_fingerprint
-from modelexport_core.format.graph import GraphIndex, fill_missing_modules, node_key
+from modelexport_core.format.graph import SHAPE_OPS, GraphIndex, fill_missing_modules, node_key
 from modelexport_core.format.intermediate import intermediate_values
 from modelexport_core.format.onnx_file import (
     StreamedModel,
@@ -76,6 +76,7 @@ __all__ = [
     "ExportContext",
     "GraphIndex",
     "ModelMismatchError",
+    "SHAPE_OPS",
     "StrategyFailed",
     "StrategyOption",
     "StrategyUnavailable",

@@ -78,6 +78,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
+from modelexport_core.format.graph import SHAPE_OPS
 from modelexport_core.format.tags import common_ancestor, is_ancestor
 from modelexport_core.format.value_index import TINY, ValueIndex, informative, same_values
 
@@ -255,14 +256,17 @@ def made_for_readers(graph: "onnx.GraphProto", constant: set[int]) -> dict[int, 
     return {i: sorted(served[i]) for i in constant if not any(name in weights for name in graph.node[i].input)}
 
 
-def constant_nodes(graph: "onnx.GraphProto") -> set[int]:
-    """The nodes computed from no graph input (constants, weights' copies, what is folded from them)."""
+def constant_nodes(graph: "onnx.GraphProto", sizes: bool = False) -> set[int]:
+    """The nodes computed from no graph input (constants, weights' copies, what is folded from them); with
+    ``sizes``, also from the sizes of any value (no element of the data reaches them: a positional table resized to
+    the input's sizes)."""
     inputs = {value.name for value in graph.input}
     producer: dict[str, int] = {}
     constant: set[int] = set()
     for i, node in enumerate(graph.node):
-        if all(name not in inputs and (name not in producer or producer[name] in constant)
-               for name in node.input if name):
+        if sizes and node.op_type in SHAPE_OPS or all(
+                name not in inputs and (name not in producer or producer[name] in constant)
+                for name in node.input if name):
             constant.add(i)
         for name in node.output:
             producer[name] = i
@@ -405,16 +409,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     integer = {i for i, node in enumerate(graph.node)  # the nodes computing integers (sizes, indices, flags)
                if all(getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
                       for name in node.output if name)}
-    # computed from weights, constants and sizes alone (a positional table resized to the input's sizes): no
-    # element of the data reaches them
-    sizing = {i for i, node in enumerate(graph.node) if node.op_type in ("Shape", "Size")}  # read no element
+    sizing = {i for i, node in enumerate(graph.node) if node.op_type in SHAPE_OPS}  # read no element
     graph_inputs = {value.name for value in graph.input}
-    data_free = set(constant)
-    for i, node in enumerate(graph.node):
-        if i in sizing or all(
-                name not in graph_inputs and (name not in producer or producer[name] in data_free)
-                for name in node.input if name):
-            data_free.add(i)
+    data_free = constant_nodes(graph, sizes=True)  # computed from weights, constants and sizes alone
     # integers computed from the model's inputs alone (their sizes, integer inputs): exporters read them where
     # they are used or once at the top, so no call's values place them
     of_inputs = _size_arithmetic(set(range(len(graph.node))), graph, producer, integer, closed=True) - constant

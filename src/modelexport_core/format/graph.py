@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     import onnx
 
 
+SHAPE_OPS = frozenset({"Shape", "Size"})
+"""Operations that read a value's sizes alone, none of its elements."""
+
+
 def node_key(node: "onnx.NodeProto", index: int) -> str:
     """The name a node is known by in results and the sidecar: its name, or op and index if unnamed."""
     return node.name or f"{node.op_type}#{index}"

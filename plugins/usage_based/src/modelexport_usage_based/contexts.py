@@ -87,18 +87,12 @@ def bounds(
             continue
         preceding = {m for j in data.producers[i] for m in before[j]} | seen[i]
         following = {m for j in data.consumers[i] for m in after[j]}
-        deepest: set[str] = {""}
-        for a in preceding:
-            for b in following:
-                candidate = tree.common([a, b])
-                if tree.is_leaf(candidate):
-                    candidate = tree.closing_context(candidate)
-                if tree.depth(candidate) > tree.depth(next(iter(deepest))):
-                    deepest = {candidate}
-                elif tree.depth(candidate) == tree.depth(next(iter(deepest))):
-                    deepest.add(candidate)
+        candidates = {""} | {tree.closing_context(c) if tree.is_leaf(c := tree.common([a, b])) else c
+                             for a in preceding for b in following}
+        top = max(tree.depth(c) for c in candidates)
+        deepest = sorted(c for c in candidates if tree.depth(c) == top)
         # between nodes of two modules of one depth (two calls of a module reused around it): within both callers
-        result[i] = next(iter(deepest)) if len(deepest) == 1 else tree.common(sorted(deepest))
+        result[i] = deepest[0] if len(deepest) == 1 else tree.common(deepest)
     return result
 
 

@@ -13,13 +13,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from modelexport_core.sdk import GraphIndex
+from modelexport_core.sdk import SHAPE_OPS, GraphIndex
 
 if TYPE_CHECKING:
     import onnx
-
-SHAPE_OPS = frozenset({"Shape", "Size"})
-
 
 class NodeKind(Enum):
     DATA = "data"

@@ -108,14 +108,14 @@ class ParameterIndex:
             self._by_value[key].add(module)
             digest = repr(key)
             self._digests[qualname] = digest
+            squeezed_array = _squeezed(array)
             if 1 in array.shape:  # filed without its axes of one too: a graph tensor may hold it viewed otherwise
-                squeezed = self._keys.key(array.reshape(tuple(n for n in array.shape if n != 1)))
+                squeezed = self._keys.key(squeezed_array)
                 self._by_value[squeezed].add(module)
                 self._covers[squeezed].add(digest)
             if array.dtype.kind == "f" and array.ndim == 1:
                 self._by_shape[array.shape].append((array, module, digest))
             self._covers[key].add(digest)
-            squeezed_array = array.reshape(tuple(n for n in array.shape if n != 1))
             self._squeezed[squeezed_array.ndim].append((squeezed_array, module))
             if array.size and (array != array.flat[0]).any():
                 self._distinctive.add(digest)
@@ -172,7 +172,7 @@ class ParameterIndex:
         if array.ndim == 2:  # the transpose, as a view
             keys.append(self._keys.key(array.T, file=False))
         if 1 in array.shape and array.ndim > 1:  # a view adding axes of one (a scale unsqueezed to broadcast)
-            keys.append(self._keys.key(array.reshape(tuple(n for n in array.shape if n != 1)), file=False))
+            keys.append(self._keys.key(_squeezed(array), file=False))
         modules = set().union(*(self._by_value.get(key, set()) for key in keys))
         covers = set().union(*(self._covers.get(key, set()) for key in keys))
         absorbed: set[str] = set()
@@ -233,7 +233,7 @@ class ParameterIndex:
         (``table[:, 1:]``, a run of its rows) into a tensor of its own."""
         import numpy as np
 
-        part = array.reshape(tuple(n for n in array.shape if n != 1))
+        part = _squeezed(array)
         found = set()
         for whole, module in self._squeezed.get(part.ndim, ()):
             if whole.dtype != part.dtype or whole.shape == part.shape:
@@ -262,6 +262,11 @@ class ParameterIndex:
             if entry[0].dtype.kind == "f"
             and np.allclose(array, entry[0], rtol=RELATIVE_TOLERANCE, atol=ABSOLUTE_TOLERANCE)
         ]
+
+
+def _squeezed(array: "np.ndarray") -> "np.ndarray":
+    """``array`` viewed without its axes of one."""
+    return array.reshape(tuple(n for n in array.shape if n != 1))
 
 
 def one_number(array: "np.ndarray") -> bool:
