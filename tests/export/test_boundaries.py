@@ -588,3 +588,159 @@ def test_a_normalization_repeated_until_it_settles_ends_at_its_last_step():
     assert regions["balance"].nodes == {0, 1, 2} and {3, 4, 5} <= regions["balance"].unsure
     moved = hold_boundaries({i: "balance" for i in range(6)} | {6: ""}, boundaries, constant_nodes(graph), {})
     assert not {3, 4, 5} & set(moved)
+
+
+def test_a_table_the_file_writes_once_per_reader_places_no_node():
+    """scale takes t and a table, and multiplies two products of t by it; the file writes the table as a Constant
+    node for each product. Two nodes hold what the call took, neither computed from the other: which one it took
+    would be unsettled, and the call unbounded (the caller's Sin left in it). Copies of data compute nothing, so they
+    place no node: the call is bounded by t and its result, and neither copy ran before it began."""
+    table = np.array([[1.0, 0.5, 0.25], [2.0, 4.0, 8.0]], dtype=np.float32)
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Constant", [], ["c1"], value=numpy_helper.from_array(table)),
+        helper.make_node("Mul", ["t", "c1"], ["q"]),
+        helper.make_node("Constant", [], ["c2"], value=numpy_helper.from_array(table)),
+        helper.make_node("Mul", ["t", "c2"], ["k"]),
+        helper.make_node("Add", ["q", "k"], ["r"]),
+        helper.make_node("Sin", ["r"], ["s"]),
+    ], X)
+    events = [Event(True, "scale", (("t", values["t"]), ("table", table))),
+              Event(False, "scale", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "scale" not in boundaries.unbounded and regions["scale"].nodes == {2, 4, 5}
+    assert not {1, 3} & set(boundaries.ran_before.get("scale", ()))
+    moved = hold_boundaries({0: "", 1: "scale", 2: "scale", 3: "scale", 4: "scale", 5: "scale", 6: "scale"},
+                            boundaries, constant_nodes(graph), {})
+    assert moved.get(6) == ""
+
+
+def test_positions_computed_from_sizes_in_two_places_place_no_node():
+    """bias takes x and positions 0, 1, 2; the file computes that range from x's sizes twice (once for each of
+    two readers in the exporter's telling). Neither Range is computed from the other, so which one the call took
+    is not settled, but both are computed from sizes alone: data, not the call's computation. The call is bounded
+    by x and its result, and the caller's Sin is pushed out of it."""
+    graph, values = _run([
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "last"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "one"], ["p1"]),
+        helper.make_node("Range", ["zero", "n", "one"], ["p2"]),
+        helper.make_node("Cast", ["p2"], ["pf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "pf"], ["r"]),
+        helper.make_node("Sin", ["r"], ["s"]),
+        helper.make_node("Cast", ["p1"], ["p1f"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["s", "p1f"], ["o"]),
+    ], X, {"last": np.array(1, dtype=np.int64), "zero": np.array(0, dtype=np.int64),
+           "one": np.array(1, dtype=np.int64)})
+    positions = np.arange(3, dtype=np.int64)
+    events = [Event(True, "bias", (("x", X), ("p", positions))), Event(False, "bias", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "bias" not in boundaries.unbounded
+    moved = hold_boundaries({i: "bias" for i in range(9)}, boundaries, constant_nodes(graph), {})
+    assert moved.get(6) == "" and 5 not in moved
+
+
+def test_a_call_handing_back_what_it_took_beside_a_new_result_is_bounded_by_that_result():
+    """stack takes x and returns x itself (the same tensor: every state of a stack, its input first) beside
+    tanh(x). The handed-back tensor was made before the call began and places nothing; the new result bounds the
+    call, so the caller's Sin of it is pushed out."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Sin", ["t"], ["s"])], X)
+    events = [Event(True, "stack", (("x", X),)), Event(False, "stack", (("x", X), ("t", values["t"])))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "stack" not in boundaries.unbounded and regions["stack"].nodes == {0}
+    assert hold_boundaries({0: "stack", 1: "stack"}, boundaries, constant_nodes(graph), {}) == {1: ""}
+
+
+def test_a_constant_written_while_a_call_ran_and_read_by_its_children_is_that_calls():
+    """enc computes tanh(x), then a table from constants alone, and hands both to its two blocks. A strategy left
+    the table at the root (nothing computing from the input reads it before the blocks). It is written between two
+    nodes that ran in enc (exporters write nodes in the order they ran), every reader is within enc, and enc did
+    not take it: it ran in enc."""
+    table = numpy_helper.from_array(np.array([[0.5, 1.0, 2.0], [1.5, 0.25, 3.0]], dtype=np.float32))
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["h"]),
+        helper.make_node("Constant", [], ["c"], value=table),
+        helper.make_node("Sin", ["c"], ["tab"]),
+        helper.make_node("Mul", ["h", "tab"], ["h0"]),
+        helper.make_node("Tanh", ["h0"], ["t0"]),
+        helper.make_node("Mul", ["t0", "tab"], ["h1"]),
+        helper.make_node("Tanh", ["h1"], ["t1"]),
+        helper.make_node("Cos", ["t1"], ["out"]),
+    ], X)
+    h, tab, t0, t1 = values["h"], values["tab"], values["t0"], values["t1"]
+    events = [Event(True, "enc", (("x", X),)),
+              Event(True, "enc.b0", (("h", h), ("tab", tab))), Event(False, "enc.b0", (("t0", t0),)),
+              Event(True, "enc.b1", (("t0", t0), ("tab", tab))), Event(False, "enc.b1", (("t1", t1),)),
+              Event(False, "enc", (("t1", t1),))]
+    boundaries = call_regions(graph, values, events, [X])
+    constant = constant_nodes(graph)
+    tags = {0: "enc", 1: "", 2: "", 3: "enc.b0", 4: "enc.b0", 5: "enc.b1", 6: "enc.b1", 7: ""}
+    moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+    assert moved == {1: "enc", 2: "enc"}
+
+
+def test_a_new_tensor_equal_to_an_earlier_one_was_made_before_the_call_taking_it():
+    """layer concatenates the one tensor prev returned (a new tensor of the same elements) and hands it to its norm.
+    The norm took a tensor no call had met: it was made after layer began and before the norm did, so the Concat
+    passing the value on ran in layer, not in the norm (a strategy following the value gave it to the norm)."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Concat", ["t"], ["c"], axis=1),
+        helper.make_node("Sin", ["c"], ["n"]),
+        helper.make_node("Cos", ["n"], ["r"]),
+    ], X)
+    t, n, r = values["t"], values["n"], values["r"]
+    events = [Event(True, "prev", (("x", X),)), Event(False, "prev", (("t", t),)),
+              Event(True, "layer", (("t", t),)),
+              Event(True, "layer.norm", (("c", values["c"]),)), Event(False, "layer.norm", (("n", n),)),
+              Event(False, "layer", (("r", r),))]
+    boundaries = call_regions(graph, values, events, [X])
+    tags = {0: "prev", 1: "layer.norm", 2: "layer.norm", 3: "layer"}
+    assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}) == {1: "layer"}
+
+
+def test_sizes_the_caller_computed_before_a_call_stay_out_of_it_when_their_reader_moves_in():
+    """The root computes positions from x's sizes and hands them to rot, whose Cast of them a strategy left at the
+    root. The Cast moves into rot; the sizes it reads go where their readers are, but not into rot: rot took them,
+    so they ran before it began."""
+    graph, values = _run([
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "last"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "one"], ["pos"]),
+        helper.make_node("Cast", ["pos"], ["pf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "pf"], ["r"]),
+        helper.make_node("Sin", ["r"], ["out"]),
+    ], X, {"last": np.array(1, dtype=np.int64), "zero": np.array(0, dtype=np.int64),
+           "one": np.array(1, dtype=np.int64)})
+    events = [Event(True, "rot", (("x", X), ("pos", values["pos"]))), Event(False, "rot", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    tags = {0: "", 1: "", 2: "", 3: "", 4: "rot", 5: ""}
+    assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}) == {3: "rot"}
+
+
+
+def test_a_node_passing_a_result_on_to_a_call_taking_that_very_tensor_stays_on_their_lines():
+    """blk.first returns tanh(x); blk.second takes that same tensor. The file reshapes it to its own sizes before
+    second's Sin: the Reshape ran after first returned the tensor and before second's result, so in first, in
+    second, or in blk between them (the root was waiting on blk all along). A strategy that gave it to another
+    module (a block before, reading the same value), or to the root, is off every such line: it goes to blk,
+    which holds them all."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Reshape", ["t", "shape"], ["t2"]),
+        helper.make_node("Sin", ["t2"], ["s"]),
+    ], X, {"shape": np.array([2, 3], dtype=np.int64)})
+    t, s = values["t"], values["s"]
+    events = [Event(True, "blk", (("x", X),)),
+              Event(True, "blk.first", (("x", X),)), Event(False, "blk.first", (("t", t),)),
+              Event(True, "blk.second", (("t", t),)), Event(False, "blk.second", (("s", s),)),
+              Event(False, "blk", (("s", s),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.between == {1: ("blk.first", "blk.second")}
+    constant = constant_nodes(graph)
+    for off in ("other", ""):
+        assert hold_boundaries({0: "blk.first", 1: off, 2: "blk.second"}, boundaries, constant, {}) == {1: "blk"}
+    for kept in ("blk", "blk.first", "blk.second"):
+        assert hold_boundaries({0: "blk.first", 1: kept, 2: "blk.second"}, boundaries, constant, {}) == {}

@@ -964,6 +964,45 @@ class TableStack(nn.Module):
         return hidden
 
 
+class PositionTable(nn.Module):
+    """Computes a table from its buffers alone (no input value): cosines of fixed positions."""
+
+    def __init__(self, dim: int = 16, length: int = 6):
+        super().__init__()
+        self.register_buffer("positions", torch.arange(length, dtype=torch.float32)[:, None], persistent=False)
+        self.register_buffer("rates", torch.linspace(0.1, 1.0, dim)[None], persistent=False)
+
+    def forward(self, x):
+        return (self.positions * self.rates).cos()[None]
+
+
+class TabledLayer(nn.Module):
+    """Asks its own child for the table and scales two projections of its input by it."""
+
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.table = PositionTable(dim)
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        table = self.table(x)
+        return torch.tanh(self.q(x) * table + self.k(x) * table)
+
+
+class TabledStack(nn.Module):
+    """Layers each computing the same input-independent table: the exporter folds each into Constant nodes."""
+
+    def __init__(self, dim: int = 16, layers: int = 3):
+        super().__init__()
+        self.layers = nn.ModuleList(TabledLayer(dim) for _ in range(layers))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
 class ReturnedBias(nn.Module):
     """Projects without a bias and returns its own bias (zeros at init) for the caller to add."""
 
@@ -1168,6 +1207,10 @@ def table_stack():
     return _seeded(TableStack, ("x", (2, 6, 16)))
 
 
+def tabled_stack():
+    return _seeded(TabledStack, ("x", (2, 6, 16)))
+
+
 def caller_bias_stack():
     return _seeded(CallerBiasStack, ("x", (2, 6, 16)))
 
@@ -1364,6 +1407,7 @@ CUSTOM_CASES: dict = {
     "unused_branch": unused_branch,
     "shared_mask_stack": shared_mask_stack,
     "table_stack": table_stack,
+    "tabled_stack": tabled_stack,
     "default_tags": default_tags,
     "padded_lookup": padded_lookup,
     "caller_bias_stack": caller_bias_stack,

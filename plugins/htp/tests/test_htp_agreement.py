@@ -101,3 +101,12 @@ def test_ops_at_the_root_stay_at_the_root(measured):
     m = measured("stacked_blocks")
     root = [k for k in m.scoped if m.reference[k] == ""]
     assert root and all(m.result.node_modules[k] == "" for k in root)
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_constant_node_holding_a_folded_table_is_its_readers(measured, exporter):
+    """Each layer's child computes the same table from its buffers alone; the exporter folds it into Constant nodes
+    written where the layer reads it. Matched to a call none of whose readers ran within it, a Constant node goes
+    with its readers. Matched to the first of the equal calls, every later layer's table went to the first layer's
+    child (3 nodes in a sibling layer)."""
+    check(measured("tabled_stack", exporter=exporter), threshold=1.0)

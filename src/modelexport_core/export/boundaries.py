@@ -18,7 +18,16 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 - a call began once the values it took existed: the nodes they were computed from (back to where its caller
   began) ran before it, and a tag inside a module none of whose calls ran them moves out, bounded or not (a
   call returning zeros, a branch whose last norm scales by zero, is bounded by nothing else); constant nodes
-  among them too (positions a caller builds from sizes known at export, handed to a call).
+  among them too (positions a caller builds from sizes known at export, handed to a call). A tensor a call took
+  that no call took or returned before was made after the last call event, before the call began: where it is
+  an earlier tensor's value run on unchanged (a concatenation of one tensor), the first node passing it on ran
+  before the call;
+- a call that took the very tensor an earlier call returned: the nodes passing it on toward the later call's
+  results ran after the first call returned it and before the second's results, so in one of the two calls or in
+  a caller between them (:attr:`Boundaries.between`); a tag off every such line goes to the two calls' common
+  ancestor (a pooling of a single position, equal to the block's result it reads, left in that block);
+- a constant made for its readers (computed from no weight) written between two nodes of a call's region, read
+  only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in.
 
 :func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
 
@@ -26,10 +35,13 @@ Only what the values settle is used. A value that tells nothing (a scalar, all o
 except an input of one number repeated that exactly one node of the file holds (a mask that masks nothing,
 built by the caller). A call is not bounded where every result tells nothing or a value is not found; a call
 some result of which tells nothing (a size returned beside a tensor) is bounded by the others, its region
-pulling nodes in but pushing none out of the module (the nodes computing that result are not known). Nor is a
-call bounded where an input equals several values written before the result, unless each later one passes the
-first on unchanged; where a result equals several values written after the call began (less those holding
-results of calls that ended before it began), unless each later one passes the first on or is computed from it
+pulling nodes in but pushing none out of the module (the nodes computing that result are not known); a result
+that is the very tensor the call took (a stack returning its input among every layer's states) places nothing,
+and the other results bound the call. Nor is a call bounded where an input equals several values written before
+the result, unless each later one passes the first on unchanged, or all are data the file computes without the
+model's input (a table written once for each reader, positions computed from sizes twice: copies, computing
+nothing of the call's, so the input places none of them); where a result equals several values written after the
+call began (less those holding results of calls that ended before it began), unless each later one passes the first on or is computed from it
 (a later call's value, as a block scaled near zero returns) and the first is no result of a call it made (a
 norm at its initial statistics returns a new tensor equal to its child's result); where a result equals a
 value the call took (unless a node written after that value holds the result :data:`DECISIVE` times nearer
@@ -124,6 +136,9 @@ class CallRegion:
     module: str
     nodes: set[int]
     unsure: set[int] = field(default_factory=set)
+    span: tuple[int, int] | None = None
+    """The first node of the region and the call's last result: the nodes written between them ran while it ran
+    (exporters write nodes in the order they ran)."""
 
 
 @dataclass
@@ -147,6 +162,10 @@ class Boundaries:
     sizes: dict[int, list[int]] = field(default_factory=dict)
     """The integers computed from the model's inputs alone (their sizes), each with the nodes computing anything
     else that read it, directly or through other such integers: exporters read a size where it is used."""
+    between: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """Nodes passing a call's result on unchanged to a later call that took that very tensor, with the two calls'
+    modules: the node ran after the first returned it and before the second's results, in one of them or in a
+    caller between them (a module on the line from their common ancestor down to either)."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -403,6 +422,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         own = [name for name in index.find(array) if producer[name] > known[given_key]]
         return bool(own) and taken not in nearest([taken, *own], array)
 
+    def copies(holders: list[int]) -> bool:
+        """Whether the nodes holding a value are copies of data the file wrote more than once (a table written for
+        each reader): none computes anything, so the value places none of them."""
+        return len(holders) > 1 and all(i in data_free for i in holders)
+
     def is_input(array: "np.ndarray") -> bool:
         return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
 
@@ -418,7 +442,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     known: dict[Hashable, int] = {}  # a tensor seen before: the node that made it
     runs_on: dict[Hashable, list[int]] = {}  # the nodes its value runs on unchanged through
     cursor = -1  # the last call result found so far
-    begun: list[tuple[int, tuple[Value, ...], tuple[float, ...], int]] = []
+    begun: list[tuple[int, tuple[Value, ...], tuple[float, ...], int, set[Hashable]]] = []
     claimed: dict[int, int] = {}  # the nodes holding calls' results, each with the number claimed before it
     regions: list[CallRegion] = []
     unbounded: set[str] = set()
@@ -426,24 +450,38 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     unplaced: set[int] = set()
     undecided: dict[int, set[str]] = defaultdict(set)
     calls_before: list[tuple[str, set[int]]] = []  # each call's module, with the nodes that ran before it began
+    seen: set[Hashable] = set()  # the tensors some call took or returned so far
+    returned_by: dict[Hashable, str] = {}  # each tensor a call returned: the module of the first call returning it
+    between: dict[int, tuple[str, str]] = {}
     for event in events:
         if event.begins:
-            begun.append((cursor, event.values, event.numbers, len(claimed)))
+            fresh = {key for key, _ in event.values if key not in seen}
+            seen.update(key for key, _ in event.values)
+            begun.append((cursor, event.values, event.numbers, len(claimed), fresh))
             continue
-        start, inputs, numbers, mark = begun.pop()
+        seen.update(key for key, _ in event.values)
+        start, inputs, numbers, mark, fresh = begun.pop()
         # the call began once the values it took existed: the nodes they were computed from ran before it (back
         # to where its caller began: no call of the module ran them, whatever its results tell). A value met for
         # the first time is held by the first node equal to it at the latest, unless it is the model's input (no
         # node holds it: the nodes equal to it may be the call's own, a scale of ones)
-        taken = [known[key] if key in known else min(producer[name] for name in found)
+        taken = [known[key] if key in known else min(holders)
                  for key, array in inputs
-                 if key in known or informative(array) and not is_input(array) and (found := find(array))]
+                 if key in known or informative(array) and not is_input(array)
+                 and (holders := [producer[name] for name in find(array)]) and not copies(holders)]
         ran_before = ancestors(taken, begun[-1][0] if begun else -1) if taken else set()
         calls_before.append((event.module, ran_before))
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
                     if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)
                     and not apart_from_what_it_took(array, given_key)]
-        if returned:  # a result equal to what the call took: not bounded; where it is a new tensor, which of
+        # a tensor the call took and handed back as it was (a stack returning its input among every layer's
+        # states) was made before it began: where the call returned more, those bound it
+        handed_back = {key for key, given_key in returned if key == given_key}
+        results_of = tuple((key, array) for key, array in event.values if key not in handed_back)
+        for key, _ in results_of:
+            returned_by.setdefault(key, event.module)
+        if returned and (len(handed_back) < len(returned) or not results_of):
+            # a result equal to what the call took: not bounded; where it is a new tensor, which of
             unbounded.add(event.module)  # two calls a node passing it on ran in is not settled
             for key, given_key in returned:
                 if key != given_key and given_key in known:
@@ -451,9 +489,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         unplaced.add(node)
                         undecided[node].add(event.module)
             continue
-        untold = any(key not in known and not informative(array) for key, array in event.values)
-        region = _bound(event.values, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
-                        uniform, (claimed, mark), descends)
+        untold = any(key not in known and not informative(array) for key, array in results_of)
+        holding = set(known.values())  # the nodes holding tensors met before
+        region = _bound(results_of, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
+                        uniform, copies, (claimed, mark), descends)
         if region is None:
             unbounded.add(event.module)
             continue
@@ -462,9 +501,21 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             # it are unknown, so none is pushed out of the module on this call's account; its region pulls in
             unbounded.add(event.module)
         results, sources, unsure = region
+        # a tensor the call took that no call took or returned before was made after the last call event, before
+        # the call began: where it holds an earlier tensor's value run on unchanged (a concatenation of one
+        # tensor), the first node passing it on ran before the call
+        ran_before.update(runs_on[key][0] for key, _ in inputs
+                          if key in fresh and runs_on.get(key) and known.get(key) in holding)
         cursor = max(cursor, *results)
         before = ancestors([i for i in sources if i not in unsure], start)
-        nodes = ancestors(results, start) - before - constant
+        reach = ancestors(results, start)
+        nodes = reach - before - constant
+        # an earlier call's result taken as it was (the same tensor): the nodes passing it on toward this call's
+        # results ran between the two calls' ends, in one of them or in a caller between them
+        for key, _ in inputs:
+            if key not in fresh and key in returned_by and runs_on.get(key):
+                for node in set(runs_on[key]) & reach:
+                    between.setdefault(node, (returned_by[key], event.module))
         # ran in the call or in its caller (neither pulled in nor pushed out of the call): a value passed on
         # unchanged and what shaped it (a view's sizes); integers computed from the model's inputs alone; in a
         # call given numbers, the integer arithmetic giving numbers equal to them
@@ -507,7 +558,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         beside_values = {producer[name] for i in passing for name in graph.node[i].input if name in producer} \
             - integer - passing - nodes
         beside = ancestors(beside_values, start) - before - constant - nodes - doubtful if beside_values else set()
-        regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside))
+        span = (min(kept, default=start), max(results))
+        regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span))
         unplaced |= doubtful
     excluded: dict[str, set[int]] = {}
     for module, nodes in calls_before:  # the nodes every call of a module ran after
@@ -521,7 +573,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events},
                       {module: nodes for module, nodes in excluded.items() if nodes},
-                      {i: sorted(nodes) for i, nodes in served.items() if nodes})
+                      {i: sorted(nodes) for i, nodes in served.items() if nodes}, between)
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -612,10 +664,11 @@ def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[in
 def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
            runs_on: dict[Hashable, list[int]], find: Callable[["np.ndarray"], list[str]], producer: dict[str, int],
            is_input: Callable[["np.ndarray"], bool], passes_on: Callable[..., bool],
-           uniform: dict[tuple, list[int]], claims: tuple[dict[int, int], int], descends: Callable[[int, int], bool]
-           ) -> tuple[list[int], list[int], set[int]] | None:
+           uniform: dict[tuple, list[int]], copies: Callable[[list[int]], bool], claims: tuple[dict[int, int], int],
+           descends: Callable[[int, int], bool]) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
-    nothing, is not found, or (an input) equals several values written before the call's result.
+    nothing, is not found, or (an input) equals several values written before the call's result, none passing
+    the first on and not all ``copies`` of data (which place no node).
 
     ``span``: the last call result found before the call began, and before it ended (the results of the calls
     it made): its own results are written after the first, and after the second where such a node holds them.
@@ -670,6 +723,11 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         if not before:
             return None
         before.sort()
+        if copies(before):  # which copy of data it took places no node: none computes anything the call did
+            held = [i for i in before if i > start]
+            sources.extend(held)
+            unsure.update(held)
+            continue
         if not all(passes_on(later, earlier) for earlier, later in zip(before, before[1:])):
             return None  # which one it took is not settled
         sources.append(before[0])  # the value ran on unchanged: the call took the first, or one after it
@@ -806,6 +864,14 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                     tag = ".".join(parts[:depth - 1])
         if tag != module:
             moved[i] = tag
+    for i, (returning, taking) in boundaries.between.items():
+        if i not in node_modules:
+            continue
+        placed = moved.get(i, node_modules[i])
+        both = common_ancestor([returning, taking])
+        if not (is_ancestor(returning, placed) or is_ancestor(taking, placed)
+                or is_ancestor(both, placed) and (is_ancestor(placed, returning) or is_ancestor(placed, taking))):
+            moved[i] = both  # a tag off every line it may have run on: their common ancestor holds them all
     for i in skipped & set(node_modules):  # a constant a call's inputs were computed from ran before it too
         tag = node_modules[i]
         while tag and i in boundaries.ran_before.get(tag, ()):
@@ -823,9 +889,33 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         if i not in node_modules or not readers:
             continue
         tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
+        while tag and i in boundaries.ran_before.get(tag, ()):  # not into a call it ran before
+            tag = tag.rpartition(".")[0]
         if tag != node_modules[i] and any(reader in moved for reader in readers):
             moved[i] = tag
-    return moved
+    for i, readers in made_for.items():
+        if i not in node_modules or not readers:
+            continue
+        running = _running_call(i, moved.get(i, node_modules[i]), boundaries,
+                                [moved.get(r, node_modules.get(r, "")) for r in readers])
+        if running is not None:
+            moved[i] = running
+    return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
+
+
+def _running_call(node: int, tag: str, boundaries: Boundaries, readers: list[str]) -> str | None:
+    """The call a constant made for its readers ran in, where its tag lies outside it: the deepest bounded call
+    written around it (between two nodes that ran in it: it ran while that call ran) whose module holds every
+    reader and which did not take it from its caller. None where no call holds it, or its tag lies within that
+    call (a constant written just before a child call's first node may be the child's own, or one the exporter
+    merged with equal constants of other calls: the values cannot say)."""
+    readers_at = common_ancestor(readers)
+    holding = [region.module for region in boundaries.regions
+               if region.span is not None and region.span[0] < node < region.span[1]
+               and is_ancestor(region.module, readers_at)
+               and node not in boundaries.ran_before.get(region.module, ())]
+    deepest = max(holding, key=lambda module: module.count(".") + bool(module), default=None)
+    return None if deepest is None or is_ancestor(deepest, tag) else deepest
 
 
 def _deepest(modules: list[str]) -> str | None:

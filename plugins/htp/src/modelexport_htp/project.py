@@ -393,7 +393,31 @@ def project(
     _lowered_shapes(graph, projection, trace)
     _pieces_of_a_reader(graph, projection, trace, continuing, readers)
     _amid_another_call(projection, trace)
+    _constants_read_elsewhere(graph, projection, trace)
     return projection
+
+
+def _constants_read_elsewhere(graph: "onnx.GraphProto", projection: Projection, trace: Trace) -> None:
+    """Unmatch each Constant node matched to a call none of whose matched readers ran within it.
+
+    A Constant node is a computation the exporter folded, written with the last operation folded into it. Where
+    a reader ran inside the call its value equals, the computation was that call's (positions a layer builds
+    from its buffers). Where none did, the value was handed out, and the operation folded last, written where
+    it is read (a cast or a view of the table), was the reader's: equal values of other calls (each layer's
+    child computing the same table) say nothing of which call's output it was, so the node goes with its
+    readers.
+    """
+    readers = GraphIndex.of(graph).consumers
+    for node_index, record_index in list(projection.matched.items()):
+        node = graph.node[node_index]
+        if node.op_type != "Constant" or not node.output:
+            continue
+        module = trace.records[record_index].module
+        read_in = [trace.records[projection.matched[r]].module for r in readers.get(node.output[0], ())
+                   if r in projection.matched]
+        if read_in and not any(is_ancestor(module, reader) for reader in read_in):
+            del projection.matched[node_index]
+            projection.equal_calls.pop(node_index, None)
 
 
 def _amid_another_call(projection: Projection, trace: Trace) -> None:
