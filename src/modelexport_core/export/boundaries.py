@@ -41,11 +41,12 @@ and the other results bound the call. Nor is a call bounded where an input equal
 the result, unless each later one passes the first on unchanged, or all are data the file computes without the
 model's input (a table written once for each reader, positions computed from sizes twice: copies, computing
 nothing of the call's, so the input places none of them); where a result equals several values written after the
-call began (less those holding results of calls that ended before it began), unless each later one passes the first on or is computed from it
-(a later call's value, as a block scaled near zero returns) and the first is no result of a call it made (a
-norm at its initial statistics returns a new tensor equal to its child's result); where a result equals a
-value the call took (unless a node written after that value holds the result :data:`DECISIVE` times nearer
-than the value's node does: the call computed a value of its own, as a norm at its initial statistics does).
+call began (less those holding results of calls that ended before it began), unless each later one passes the
+first on or is computed from it (a later call's value, as a block scaled near zero returns) and the first is no
+result of a call it made (a norm at its initial statistics returns a new tensor equal to its child's result);
+where a result equals a value the call took (unless a node written after that value holds the result
+:data:`DECISIVE` times nearer than the value's node does: the call computed a value of its own, as a norm at its
+initial statistics does).
 Of several node outputs equal to one recorded value, those :data:`DECISIVE` times farther from it than the
 nearest are not it. A value runs on unchanged through nodes computing from it, constants and integers alone (a
 zero bias added, a cast to the type it has, an expansion to the shape it has), or values computed from
@@ -490,7 +491,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         undecided[node].add(event.module)
             continue
         untold = any(key not in known and not informative(array) for key, array in results_of)
-        holding = set(known.values())  # the nodes holding tensors met before
+        holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         region = _bound(results_of, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
                         uniform, copies, (claimed, mark), descends)
         if region is None:
@@ -914,7 +915,7 @@ def _running_call(node: int, tag: str, boundaries: Boundaries, readers: list[str
                if region.span is not None and region.span[0] < node < region.span[1]
                and is_ancestor(region.module, readers_at)
                and node not in boundaries.ran_before.get(region.module, ())]
-    deepest = max(holding, key=lambda module: module.count(".") + bool(module), default=None)
+    deepest = _deepest(holding)  # each holds every reader: they lie on one line
     return None if deepest is None or is_ancestor(deepest, tag) else deepest
 
 

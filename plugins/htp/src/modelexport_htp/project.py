@@ -393,11 +393,12 @@ def project(
     _lowered_shapes(graph, projection, trace)
     _pieces_of_a_reader(graph, projection, trace, continuing, readers)
     _amid_another_call(projection, trace)
-    _constants_read_elsewhere(graph, projection, trace)
+    _constants_read_elsewhere(graph, projection, trace, readers)
     return projection
 
 
-def _constants_read_elsewhere(graph: "onnx.GraphProto", projection: Projection, trace: Trace) -> None:
+def _constants_read_elsewhere(graph: "onnx.GraphProto", projection: Projection, trace: Trace,
+                              readers: dict[str, list[int]]) -> None:
     """Unmatch each Constant node matched to a call none of whose matched readers ran within it.
 
     A Constant node is a computation the exporter folded, written with the last operation folded into it. Where
@@ -407,7 +408,6 @@ def _constants_read_elsewhere(graph: "onnx.GraphProto", projection: Projection, 
     child computing the same table) say nothing of which call's output it was, so the node goes with its
     readers.
     """
-    readers = GraphIndex.of(graph).consumers
     for node_index, record_index in list(projection.matched.items()):
         node = graph.node[node_index]
         if node.op_type != "Constant" or not node.output:
