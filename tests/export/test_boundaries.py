@@ -388,13 +388,15 @@ def test_a_constant_computed_in_steps_is_made_for_the_node_its_last_step_serves(
 
 def test_a_call_runs_after_the_values_it_takes_even_where_its_results_tell_nothing():
     """The caller computes relu(x) and hands it to a call that returns zeros (a branch whose last norm scales by
-    zero): its result is found nowhere, but the Relu ran before it began, so it is not the call's."""
+    zero): its result equals every tensor of zeros of its shape, but the Relu ran before it began, so it is not the
+    call's (the Mul, the first node holding those zeros after it began, is)."""
     graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Mul", ["a", "zero"], ["z"]),
                           helper.make_node("Add", ["x", "z"], ["r"])], X, {"zero": np.zeros(1, dtype=np.float32)})
     events = [Event(True, "", (("x", X),)), Event(True, "branch", (("a", values["a"].copy()),)),
               Event(False, "branch", (("z", values["z"]),)), Event(False, "", (("r", values["r"]),))]
     boundaries = call_regions(graph, values, events, [X])
-    assert "branch" in boundaries.unbounded and boundaries.ran_before["branch"] == {0}
+    assert "branch" not in boundaries.unbounded and boundaries.ran_before["branch"] == {0}
+    assert [region.nodes for region in boundaries.regions if region.module == "branch"] == [{1}]
     moved = hold_boundaries({0: "branch", 1: "branch", 2: ""}, boundaries, set(), {})
     assert moved[0] == "" and 1 not in moved
 
@@ -744,3 +746,116 @@ def test_a_node_passing_a_result_on_to_a_call_taking_that_very_tensor_stays_on_t
         assert hold_boundaries({0: "blk.first", 1: off, 2: "blk.second"}, boundaries, constant, {}) == {1: "blk"}
     for kept in ("blk", "blk.first", "blk.second"):
         assert hold_boundaries({0: "blk.first", 1: kept, 2: "blk.second"}, boundaries, constant, {}) == {}
+
+
+def test_an_integer_tensor_a_call_took_that_no_node_holds_places_no_node():
+    """scan takes x and the positions 0, 1, 2, which the file folded into its readers' constants: no node holds
+    them. Integers compare exactly, so none of the file's values is that tensor: it places no node, and the call is
+    bounded by x and its result (before, an input found nowhere left it unbounded, and the caller's Sin in it)."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Sin", ["t"], ["s"])], X)
+    positions = np.arange(3, dtype=np.int64).reshape(1, 3)
+    events = [Event(True, "scan", (("x", X), ("p", positions))), Event(False, "scan", (("t", values["t"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "scan" not in boundaries.unbounded
+    assert hold_boundaries({0: "scan", 1: "scan"}, boundaries, constant_nodes(graph), {}) == {1: ""}
+    # a float tensor found nowhere may be a rounding apart from a node's value: the call stays unbounded
+    events = [Event(True, "scan", (("x", X), ("p", positions.astype(np.float32) + 0.1))),
+              Event(False, "scan", (("t", values["t"]),))]
+    assert "scan" in call_regions(graph, values, events, [X]).unbounded
+
+
+def test_sizes_computed_from_a_number_handed_to_a_call_and_read_in_it_alone_are_its_own():
+    """The caller reads x's last size n and hands it to pos as a tensor of one integer; pos makes the shape
+    (2, n) from it and expands a table to it. The Unsqueeze and Concat making that shape are computed from
+    the model's input alone, which leaves their place open (a caller may compute sizes for its callee), but they
+    read the number after it was handed over and only pos reads them: a caller computing them would have handed
+    them over instead. They are pos's; the Shape and Gather giving n stay the caller's."""
+    table = np.array([[1.0], [2.0]], dtype=np.float32)
+    graph, values = _run([
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "last"], ["n"]),
+        helper.make_node("Unsqueeze", ["n", "axis"], ["n1"]),
+        helper.make_node("Concat", ["two", "n1"], ["size"], axis=0),
+        helper.make_node("Expand", ["table", "size"], ["r"]),
+        helper.make_node("Add", ["x", "r"], ["s"]),
+    ], X, {"last": np.array(1, dtype=np.int64), "axis": np.array([0], dtype=np.int64),
+           "two": np.array([2], dtype=np.int64), "table": table})
+    events = [Event(True, "pos", (("n", values["n"]),)), Event(False, "pos", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    moved = hold_boundaries({0: "", 1: "", 2: "", 3: "", 4: "pos", 5: ""}, boundaries, constant_nodes(graph), {})
+    assert moved == {2: "pos", 3: "pos"}
+
+
+def test_a_result_of_one_number_repeated_is_held_by_the_first_node_holding_it_after_the_call_began():
+    """branch scales tanh(x) by a weight of zeros (a norm initialised to zero) and returns zeros; the caller adds
+    them to x. Zeros equal every tensor of zeros of their shape, so the result told nothing and the call went
+    unbounded, leaving the caller's Add in it. The first node holding those zeros after the call began, from which
+    every later one is computed, holds it: the call is bounded, and the Add pushed out."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Mul", ["t", "scale"], ["z"]),
+        helper.make_node("Add", ["x", "z"], ["s"]),
+        helper.make_node("Mul", ["s", "scale"], ["z2"]),
+    ], X, {"scale": np.zeros(3, dtype=np.float32)})
+    events = [Event(True, "branch", (("x", X),)), Event(False, "branch", (("z", values["z"]),)),
+              Event(True, "second", (("s", values["s"]),)), Event(False, "second", (("z2", values["z2"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "branch" not in boundaries.unbounded
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["branch"].nodes == {0, 1} and regions["second"].nodes == {3}
+    moved = hold_boundaries({0: "branch", 1: "branch", 2: "branch", 3: "second"}, boundaries, constant_nodes(graph), {})
+    assert moved == {2: ""}
+
+
+def test_a_call_taking_a_faded_value_is_not_bounded_from_below():
+    """The caller scales x by a weight of 1e-40 (activations fading layer after layer) and hands the faded value to
+    c. Faded elements tell nothing of where they came from, so no node is known to hold what c took: its region ran
+    back to the caller's Mul and pulled it in. The call is not bounded instead."""
+    graph, values = _run([
+        helper.make_node("Mul", ["x", "tiny"], ["f"]),
+        helper.make_node("Add", ["f", "one"], ["g"]),
+        helper.make_node("Tanh", ["g"], ["r"]),
+    ], X, {"tiny": np.full(3, 1e-40, dtype=np.float32), "one": np.array([1.0, 2.0, 3.0], dtype=np.float32)})
+    events = [Event(True, "c", (("f", values["f"]),)), Event(False, "c", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "c" in boundaries.unbounded
+    assert hold_boundaries({0: "", 1: "c", 2: "c"}, boundaries, constant_nodes(graph), {}) == {}
+
+
+def test_zeros_running_on_through_nodes_that_tell_nothing_place_no_node():
+    """dense multiplies x by a weight of zeros and adds a bias of zeros: both nodes hold its result (zeros), the
+    second computed from the first through nothing but zeros. Which of them is its last step the values cannot
+    tell (activations faded to zeros run on so through every layer), so the result places no node and the bias's
+    Add is not pushed out of the call."""
+    graph, values = _run([
+        helper.make_node("MatMul", ["x", "w"], ["z1"]),
+        helper.make_node("Add", ["z1", "b"], ["z2"]),
+    ], X, {"w": np.zeros((3, 3), dtype=np.float32), "b": np.zeros(3, dtype=np.float32)})
+    events = [Event(True, "dense", (("x", X),)), Event(False, "dense", (("z2", values["z2"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert hold_boundaries({0: "dense", 1: "dense"}, boundaries, constant_nodes(graph), {}) == {}
+
+
+def test_a_mask_computed_from_the_inputs_sizes_before_the_caller_began_stays_out_of_the_call_taking_it():
+    """The root computes a mask from x's sizes first (positions above zero), then embed runs, then layer hands the
+    mask to attn, whose Where reads it. The boundaries move the Where into attn, and sizes follow their readers, so
+    the mask's arithmetic followed it: but attn took the mask, so what computed it ran before attn began, however
+    long before (before its caller began too)."""
+    graph, values = _run([
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "last"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "one"], ["positions"]),
+        helper.make_node("Greater", ["positions", "zero"], ["m"]),
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Where", ["m", "t", "nought"], ["r"]),
+        helper.make_node("Sin", ["r"], ["s"]),
+    ], X, {"last": np.array(1, dtype=np.int64), "zero": np.array(0, dtype=np.int64),
+           "one": np.array(1, dtype=np.int64), "nought": np.array(0.0, dtype=np.float32)})
+    t, m = values["t"], values["m"]
+    events = [Event(True, "embed", (("x", X),)), Event(False, "embed", (("t", t),)),
+              Event(True, "layer", (("t", t), ("m", m))), Event(True, "layer.attn", (("t", t), ("m", m))),
+              Event(False, "layer.attn", (("r", values["r"]),)), Event(False, "layer", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    moved = hold_boundaries({0: "", 1: "", 2: "", 3: "", 4: "embed", 5: "", 6: "layer"}, boundaries,
+                            constant_nodes(graph), {})
+    assert moved == {5: "layer.attn"}

@@ -1003,6 +1003,37 @@ class TabledStack(nn.Module):
         return x
 
 
+class SizedChild(nn.Module):
+    """Reads its input's sizes and views its projection by them."""
+
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.linear = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        sizes = x.shape[:-1]
+        return torch.tanh(self.linear(x).view(*sizes, 4, -1)).flatten(-2)
+
+
+class RereadSizes(nn.Module):
+    """Layers reading their input's sizes first (through a cast returning it as it is), then handing the input to a
+    child that reads them again: the exporter merges the child's read into the layer's (the first), written where
+    the layer read it."""
+
+    def __init__(self, dim: int = 16, layers: int = 2):
+        super().__init__()
+        self.projs = nn.ModuleList(nn.Linear(dim, dim) for _ in range(layers))
+        self.children_ = nn.ModuleList(SizedChild(dim) for _ in range(layers))
+
+    def forward(self, x):
+        for proj, child in zip(self.projs, self.children_):
+            x = x.to(torch.float32)  # the same tensor, which the exporter writes as a Cast
+            sizes = x.shape[:-1]
+            h = proj(x)
+            x = (h + child(x)).reshape(*sizes, -1)
+        return x
+
+
 class ReturnedBias(nn.Module):
     """Projects without a bias and returns its own bias (zeros at init) for the caller to add."""
 
@@ -1211,6 +1242,10 @@ def tabled_stack():
     return _seeded(TabledStack, ("x", (2, 6, 16)))
 
 
+def reread_sizes():
+    return _seeded(RereadSizes, ("x", (2, 6, 16)))
+
+
 def caller_bias_stack():
     return _seeded(CallerBiasStack, ("x", (2, 6, 16)))
 
@@ -1408,6 +1443,7 @@ CUSTOM_CASES: dict = {
     "shared_mask_stack": shared_mask_stack,
     "table_stack": table_stack,
     "tabled_stack": tabled_stack,
+    "reread_sizes": reread_sizes,
     "default_tags": default_tags,
     "padded_lookup": padded_lookup,
     "caller_bias_stack": caller_bias_stack,

@@ -110,3 +110,12 @@ def test_a_constant_node_holding_a_folded_table_is_its_readers(measured, exporte
     with its readers. Matched to the first of the equal calls, every later layer's table went to the first layer's
     child (3 nodes in a sibling layer)."""
     check(measured("tabled_stack", exporter=exporter), threshold=1.0)
+
+
+@pytest.mark.parametrize("dynamic", [True, False], ids=["dynamic", "static"])
+def test_a_read_of_sizes_merged_into_an_earlier_one_is_the_earlier_readers(measured, dynamic):
+    """Each layer reads its input's sizes, then hands the input to a child that reads them again and uses them
+    first. The exporter writes one Shape node where the layer read them: exporters write nodes in the order they
+    ran, so the read recorded between the calls of the matched nodes around it is the one it holds. Matched to the
+    read of the first call using it, both layers' reads went to their children (4 nodes)."""
+    check(measured("reread_sizes", dynamic=dynamic), threshold=1.0)

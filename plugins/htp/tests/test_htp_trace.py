@@ -92,8 +92,26 @@ def test_a_faded_value_is_a_candidate_for_every_output_of_its_shape():
     index.add(1, tiny)
     index.add(2, np.ones((4, 8), dtype=np.float32))
     index.add(3, np.ones((4, 9), dtype=np.float32))
-    assert index.find(flushed) == []  # not equal within tolerance ...
-    assert index.of_shape(flushed) == [1, 2]  # ... but of the same shape
+    assert index.find(flushed) == [1]  # subnormals another runtime flushed to zero equal them ...
+    assert index.of_shape(flushed) == [1, 2]  # ... and the shape keeps every output a candidate
+
+
+def test_elements_apart_by_less_than_the_smallest_normal_float_are_equal():
+    """A value whose largest element is barely normal (its variance underflowed, its elements mostly subnormal)
+    differs between runtimes by flushed subnormals: by less than the smallest normal float, however small a part
+    of its own scale that is. It is found; one apart by more is not."""
+    import numpy as np
+
+    from modelexport_core.sdk import ValueIndex
+
+    rng = np.random.default_rng(0)
+    recorded = (rng.standard_normal((8, 64)) * 4e-39).astype(np.float32)
+    recorded[0, 0] = 1.7e-38
+    produced = recorded + (rng.standard_normal((8, 64)) * 4e-40).astype(np.float32)
+    index: ValueIndex[str] = ValueIndex()
+    index.add("recorded", recorded)
+    index.add("apart", recorded + np.float32(3e-38))
+    assert index.find(produced) == ["recorded"]
 
 
 def _exported_and_traced(case: str):

@@ -177,6 +177,27 @@ def test_a_graph_of_another_model_is_declined(tmp_path):
         UsageBasedStrategy().tag_onnx(other, onnx.load(str(tmp_path / "first.onnx")))
 
 
+class TwoTowers(torch.nn.Module):
+    """A small text tower the input reaches and a larger image tower it does not (no image given)."""
+
+    def __init__(self):
+        super().__init__()
+        self.text = torch.nn.Linear(8, 8)
+        self.image = torch.nn.Sequential(*(torch.nn.Linear(8, 8) for _ in range(6)))
+
+    def forward(self, x, pixels=None):
+        return self.text(x) if pixels is None else self.text(x) + self.image(pixels)
+
+
+def test_weights_of_modules_the_run_never_called_are_not_missing_from_its_graph(tmp_path):
+    """Six of the seven weight tensors belong to a tower these inputs never reach: the graph cannot hold them, so
+    they do not count against the file (before, "only 1 of the 7 weight tensors appear" refused it)."""
+    torch.manual_seed(0)
+    ctx = make_context(TwoTowers().eval(), {"x": torch.randn(2, 8)}, options={"exporter": "torchscript"})
+    result = UsageBasedStrategy().export(ctx, tmp_path / "towers.onnx")
+    assert set(result.node_modules.values()) == {"text"}
+
+
 def test_each_helper_runs_on_the_sibling_before_it_and_a_folded_norm_on_its_layer():
     from modelexport_usage_based.helper_claims import find_helpers, folded_into
 

@@ -18,7 +18,9 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 - a call began once the values it took existed: the nodes they were computed from (back to where its caller
   began) ran before it, and a tag inside a module none of whose calls ran them moves out, bounded or not (a
   call returning zeros, a branch whose last norm scales by zero, is bounded by nothing else); constant nodes
-  among them too (positions a caller builds from sizes known at export, handed to a call). A tensor a call took
+  among them too (positions a caller builds from sizes known at export, handed to a call), and what computed a
+  value it took from the model's inputs alone, however early (a mask the root builds from the input's sizes
+  before the caller began). A tensor a call took
   that no call took or returned before was made after the last call event, before the call began: where it is
   an earlier tensor's value run on unchanged (a concatenation of one tensor), the first node passing it on ran
   before the call;
@@ -27,13 +29,20 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   a caller between them (:attr:`Boundaries.between`); a tag off every such line goes to the two calls' common
   ancestor (a pooling of a single position, equal to the block's result it reads, left in that block);
 - a constant made for its readers (computed from no weight) written between two nodes of a call's region, read
-  only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in.
+  only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in;
+- sizes computed from a number handed to a call (written after the node handing it), read only within the call,
+  ran in it: a caller computing them would have handed them over instead.
 
 :func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
 
 Only what the values settle is used. A value that tells nothing (a scalar, all one number) places no node,
 except an input of one number repeated that exactly one node of the file holds (a mask that masks nothing,
-built by the caller). A call is not bounded where every result tells nothing or a value is not found; a call
+built by the caller), and a result of one number repeated held by the first node holding it after the call began
+where every later one is computed from it through a value that tells something (zeros a branch scaled by a zero
+weight returns; not zeros running on through zeros, as faded activations do). An input of integers no node holds
+places none (integers compare exactly: the exporter folded it into its readers). A call is not bounded where
+every result tells nothing, a value is not found, or an input has faded to subnormals (no node is known to hold
+it, so nothing bounds the call from below); a call
 some result of which tells nothing (a size returned beside a tensor) is bounded by the others, its region
 pulling nodes in but pushing none out of the module (the nodes computing that result are not known); a result
 that is the very tensor the call took (a stack returning its input among every layer's states) places nothing,
@@ -93,7 +102,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
 from modelexport_core.format.graph import SHAPE_OPS
 from modelexport_core.format.tags import common_ancestor, is_ancestor
-from modelexport_core.format.value_index import TINY, ValueIndex, informative, same_values
+from modelexport_core.format.value_index import TINY, ValueIndex, faded, informative, same_values
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -305,11 +314,13 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
     sizes = {tensor.name: int(np.prod(tensor.dims)) if tensor.data_type in floats else 0 for tensor in graph.initializer}
     index: ValueIndex[str] = ValueIndex()
+    index_names: set[str] = set()
     uniform: dict[tuple, list[int]] = defaultdict(list)  # values of one number repeated: by shape, type, number
     for name, value in values.items():
         if name in producer and hasattr(value, "dtype"):
             if informative(value):
                 index.add(name, value)
+                index_names.add(name)
             elif (number := _uniform(value)) is not None:
                 uniform[number].append(producer[name])
 
@@ -340,6 +351,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     def descends(later: int, earlier: int) -> bool:
         """Whether node ``later`` is computed from node ``earlier``'s output."""
         return earlier in ancestors([later], earlier - 1)
+
+    telling_nothing = {i for i, node in enumerate(graph.node)
+                       if not any(name in index_names for name in node.output if name)}
+
+    def descends_telling_nothing(later: int, earlier: int) -> bool:
+        """Whether node ``later`` is computed from node ``earlier``'s output through values telling nothing
+        alone (each one number repeated, or faded): the value may have run on from one to the other."""
+        return earlier in ancestors([later], earlier - 1, within=telling_nothing)
 
     def weighs(name: str) -> bool:
         """Whether a value is a tensor of weights: floats, more than one, from no graph input (an initializer,
@@ -454,6 +473,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     seen: set[Hashable] = set()  # the tensors some call took or returned so far
     returned_by: dict[Hashable, str] = {}  # each tensor a call returned: the module of the first call returning it
     between: dict[int, tuple[str, str]] = {}
+    sized_in: set[int] = set()  # sizes a call computed from a number handed to it
     for event in events:
         if event.begins:
             fresh = {key for key, _ in event.values if key not in seen}
@@ -471,6 +491,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                  if key in known or informative(array) and not is_input(array)
                  and (holders := [producer[name] for name in find(array)]) and not copies(holders)]
         ran_before = ancestors(taken, begun[-1][0] if begun else -1) if taken else set()
+        # so did what computed a value it took from the model's inputs alone (a mask, positions), however early
+        ran_before |= ancestors([i for i in taken if i in of_inputs], within=of_inputs)
         calls_before.append((event.module, ran_before))
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
                     if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)
@@ -490,10 +512,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         unplaced.add(node)
                         undecided[node].add(event.module)
             continue
-        untold = any(key not in known and not informative(array) for key, array in results_of)
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         region = _bound(results_of, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
-                        uniform, copies, (claimed, mark), descends)
+                        uniform, copies, (claimed, mark), descends, descends_telling_nothing)
+        untold = any(key not in known and not informative(array) for key, array in results_of)
         if region is None:
             unbounded.add(event.module)
             continue
@@ -530,6 +552,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         took = numbers + tuple(float(array.reshape(-1)[0]) for _, array in inputs
                                 if array.size == 1 and array.dtype.kind in "iu")
         giving = _giving_numbers(nodes, took, graph, producer, values, integer) if took else set()
+        handed: set[int] = set()
         if nodes - giving - doubtful:
             first_other = min(nodes - giving - doubtful)
             handed = {i for i in giving if i < first_other and not measured(i) & set(sources)
@@ -539,7 +562,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             doubtful |= handed
         for node in doubtful - of_inputs:
             undecided[node].add(event.module)
-        doubtful |= nodes & of_inputs
+        # sizes computed from a number handed to the call and read within it alone ran after it was handed: in the
+        # call (a caller computing them would hand them over instead), which its callers do not unsettle
+        own_sizes = {i for i in nodes & of_inputs if i not in handed and handed & ancestors([i], start)
+                     and all(reader in nodes for reader in readers[i])}
+        sized_in |= own_sizes
+        doubtful |= nodes & of_inputs - own_sizes
         # where they ran is not settled at all: integer arithmetic written before the call began that it read
         # other than through its inputs (an exporter moves size computations up, merged with an earlier equal
         # one), and nodes whose value is read outside the region other than through its results (a
@@ -561,7 +589,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         beside = ancestors(beside_values, start) - before - constant - nodes - doubtful if beside_values else set()
         span = (min(kept, default=start), max(results))
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span))
-        unplaced |= doubtful
+        unplaced |= doubtful - sized_in
     excluded: dict[str, set[int]] = {}
     for module, nodes in calls_before:  # the nodes every call of a module ran after
         excluded[module] = nodes if module not in excluded else excluded[module] & nodes
@@ -666,10 +694,13 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            runs_on: dict[Hashable, list[int]], find: Callable[["np.ndarray"], list[str]], producer: dict[str, int],
            is_input: Callable[["np.ndarray"], bool], passes_on: Callable[..., bool],
            uniform: dict[tuple, list[int]], copies: Callable[[list[int]], bool], claims: tuple[dict[int, int], int],
-           descends: Callable[[int, int], bool]) -> tuple[list[int], list[int], set[int]] | None:
+           descends: Callable[[int, int], bool], descends_telling_nothing: Callable[[int, int], bool]
+           ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
-    nothing, is not found, or (an input) equals several values written before the call's result, none passing
-    the first on and not all ``copies`` of data (which place no node).
+    nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
+    of integers, which compare exactly: no node holds it, so it places none), has faded (an input), or (an input)
+    equals several values written before the call's result, none passing the first on and not all ``copies`` of
+    data (which place no node).
 
     ``span``: the last call result found before the call began, and before it ended (the results of the calls
     it made): its own results are written after the first, and after the second where such a node holds them.
@@ -682,13 +713,30 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     """
     start, inner = span
     claimed, mark = claims
+
+    def uniform_holder(array: "np.ndarray") -> int | None:
+        """The node holding a result of one number repeated (a branch scaled by zeros returns zeros): the first
+        of the nodes holding that number in that shape written after the call began (after the results of the
+        calls it made, where one is), where every other is computed from it through a value that tells something
+        (a residual sum); else None (it places no node: the value may have run on through nodes that tell
+        nothing, a chain of faded activations)."""
+        number = _uniform(array)
+        if number is None:
+            return None
+        held = [i for i in uniform.get(number, ()) if i > start and claimed.get(i, mark) >= mark]
+        held = [i for i in held if i >= inner] or held
+        return held[0] if held and all(descends(i, held[0]) and not descends_telling_nothing(i, held[0])
+                                       for i in held[1:]) else None
+
     firsts = []
     for key, array in outputs:
         if key in known:
             firsts.append(known[key])
             continue
         if not informative(array):
-            continue  # it places no node: the call is bounded by the others
+            if (node := uniform_holder(array)) is not None:
+                firsts.append(node)
+            continue  # else it places no node: the call is bounded by the others
         later = [i for i in _after(find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
         if not later:
             return None
@@ -712,8 +760,12 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             continue
         if informative(array):
             found = [producer[name] for name in find(array)]
+            if not found and array.dtype.kind in "iu":
+                continue  # integers compare exactly: no node holds it (folded into its readers), so it places none
         else:  # one number repeated (a mask that masks nothing): only the one node holding it serves
             number = _uniform(array)
+            if number is None and faded(array):
+                return None  # faded to subnormals: no node is known to hold it, nothing bounds the call from below
             found = uniform.get(number, []) if number is not None else []
             if len(found) != 1:  # where several do (or none), which one it took is not settled: each that
                 held = [i for i in found if start < i < first]  # could be ran in the call or before it
@@ -744,6 +796,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             unsure.update(runs_on.get(key, ()))
             continue
         if not informative(array):
+            if (node := uniform_holder(array)) is not None:
+                mine.append(node)
+                known[key] = node
+                results.append(node)
             continue
         candidates = [i for i in _after(find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
         node = candidates[0]

@@ -2,7 +2,9 @@
 
 The absolute part of the tolerance shrinks with a tensor's own scale when that is below
 one: with random weights, activations may fade to 1e-20 layer after layer, and a fixed
-absolute tolerance would call every such tensor equal to every other of its shape.
+absolute tolerance would call every such tensor equal to every other of its shape. It never
+shrinks below the smallest normal float (:func:`absolute_tolerance`): under it elements have
+lost their digits, and runtimes flush them differently.
 
 Rounding also grows with magnitude: where a tensor holds values in the thousands, an element
 that sums large terms to nearly zero keeps the error of those terms (float32 keeps about seven
@@ -145,12 +147,21 @@ def same_values(
 
     if not hasattr(a, "shape") or not hasattr(b, "shape") or a.shape != b.shape:
         return False
-    atol = ATOL * max(scale(a) if scale_a is None else scale_a, scale(b) if scale_b is None else scale_b, TINY)
+    atol = absolute_tolerance(max(scale(a) if scale_a is None else scale_a, scale(b) if scale_b is None else scale_b))
     if a.size >= 2 * SAMPLE and not sampled:  # most unequal pairs differ everywhere: reject them on a sample first
         sample_a = _sample(a)
         if not _close(sample_a, _sample(b), atol, _sample_allowance(sample_a.size, a.size)):
             return False
     return _close(a, b, atol, a.size // CANCELLED_SHARE)
+
+
+def absolute_tolerance(value_scale: float) -> float:
+    """How far two elements of values at most ``value_scale`` large (their :func:`scale`) may differ: :data:`ATOL`
+    of that scale, and never less than :data:`TINY`. Below the smallest normal float an element has lost its
+    digits: one runtime flushes to zero what another keeps as a subnormal, and a computation whose steps
+    underflow there (the variance of a faded value) gives elements that differ by that much however large
+    its result."""
+    return max(ATOL * value_scale, TINY)
 
 
 def _sample_allowance(samples: int, size: int) -> int:
@@ -173,7 +184,7 @@ def _samples_close(
     import numpy as np
 
     query = sample.astype(np.float64)
-    atol = ATOL * np.maximum(np.maximum(scales, own_scale), TINY)
+    atol = np.maximum(ATOL * np.maximum(scales, own_scale), TINY)
     with np.errstate(invalid="ignore", over="ignore"):
         close = (samples == query) | (np.abs(query - samples) <= atol[:, None] + RTOL * np.abs(samples))
         close |= np.isnan(samples) & np.isnan(query)
@@ -231,14 +242,14 @@ def _ends_close(a: tuple[float, float], b: tuple[float, float], value_scale: flo
     for x, y in zip(a, b):
         if math.isnan(x) or math.isnan(y):
             return True
-        if x != y and abs(x - y) > 2 * (ATOL * max(value_scale, TINY) + RTOL * abs(y)) + CANCELLED_RTOL * largest:
+        if x != y and abs(x - y) > 2 * (absolute_tolerance(value_scale) + RTOL * abs(y)) + CANCELLED_RTOL * largest:
             return False
     return True
 
 
 def _window(size: int, total: float, own_scale: float) -> tuple[float, float]:
     """The sums of absolute values a value equal to one of ``size`` elements summing to ``total`` may have."""
-    slack = size * ATOL * max(own_scale, TINY) * (1 + RTOL)
+    slack = size * absolute_tolerance(own_scale) * (1 + RTOL)
     return (total - slack) / (1 + RTOL) - 1e-9 * abs(total), (total + slack) / (1 - RTOL) + 1e-9 * abs(total)
 
 

@@ -12,6 +12,7 @@ split, constants, shape arithmetic) are left for :mod:`.fill`.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
@@ -598,6 +599,7 @@ def _shape_reads(
     records = trace.records
 
     undropped = trace.unchanged_source  # through dropped calls, and ``x + 0``: one input, returned exactly
+    upstream |= {undropped(record) for record in upstream}  # the node may hold a call returning its input as it is
 
     def same(a: int, b: int) -> bool:  # cached summaries first: most pairs differ in shape or in sum
         return (
@@ -677,9 +679,12 @@ def _last_reads_before_use(
 
     The exporter keeps one node for the used reads of one tensor's shape (the first of them)
     and drops reads nothing used; the calls that use the shape are the matched nodes it
-    flows into through unmatched arithmetic. Of the reads before the first such call, the
-    first made in the innermost module around that call is taken (it was read there and
-    used there), otherwise the last one (read by an earlier module and handed on). Where
+    flows into through unmatched arithmetic. Exporters write nodes in the order they ran: where
+    reads were recorded between the calls of the matched nodes written around the node, it holds
+    one of them (a module reading its input's sizes first, its child reading them again later: the
+    exporter merged the child's read into the first). Of those reads, else of the reads before the
+    first call using it, the first made in the innermost module around that call is taken (it was
+    read there and used there), otherwise the last one (read by an earlier module and handed on). Where
     every use of the node takes one extent of the shape, the reads of that extent
     (``x.size(-1)``) are preferred, and a read of one extent written exactly as an earlier read
     of the same tensor (``x.size(-1)`` twice) is that earlier read: the exporter merges
@@ -689,6 +694,7 @@ def _last_reads_before_use(
     for i, node in enumerate(graph.node):
         for name in node.input:
             consumers[name].append(i)
+    order = sorted(i for i, record in projection.matched.items() if not trace.records[record].shape_read)
     for node_index, reads in shape_reads.items():
         if len(reads) < 2:
             continue
@@ -711,6 +717,10 @@ def _last_reads_before_use(
         before = [read for read in reads if first_use is None or read < first_use]
         if not before:
             continue
+        at = bisect_left(order, node_index)
+        low = projection.matched[order[at - 1]] if at else -1
+        high = projection.matched[order[at]] if at < len(order) else len(trace.records)
+        before = [read for read in before if low < read < high] or before
         user = trace.records[first_use].module if first_use is not None else ""
         around = [read for read in before if is_ancestor(trace.records[read].module, user)]
         nearest = min(around, key=lambda read: (-_depth(trace.records[read].module), read), default=None)

@@ -124,7 +124,10 @@ class UsageBasedStrategy(TaggingStrategy):
             raise ModelMismatchError(
                 "no tensor of the graph equals a parameter of the model (another model, other weights or dtype?)"
             )
-        distinctive = parameters.distinctive_values()
+        call_counts, first_call = counted if counted and counted[0] else module_calls(ctx.model, lambda: ctx.module(*ctx.args))
+        # a weight of a module the run never called is in no graph of it (a tower these inputs do not reach)
+        distinctive = parameters.distinctive_values() if not call_counts else frozenset().union(
+            *(digests for module, digests in parameters.own_values().items() if call_counts.get(module)))
         found = users.covered & distinctive
         if distinctive and len(found) < MIN_WEIGHTS_FOUND * len(distinctive):
             raise ModelMismatchError(
@@ -134,7 +137,6 @@ class UsageBasedStrategy(TaggingStrategy):
         kinds = classify_nodes(graph, users.static_values, set(users.candidates))
         data = DataGraph.of(graph, index, kinds, users.static_values)
         readers_of = [index.node_consumers(graph, i) for i in range(len(graph.node))]
-        call_counts, first_call = counted if counted and counted[0] else module_calls(ctx.model, lambda: ctx.module(*ctx.args))
         seeds = resolve_owners(users, data, readers_of, run_order(tree.names, first_call), tree.torch_classes)
         calls = call_numbers(users, seeds, data)
         shapes, types = value_shapes_and_types(onnx_model)
