@@ -859,3 +859,25 @@ def test_a_mask_computed_from_the_inputs_sizes_before_the_caller_began_stays_out
     moved = hold_boundaries({0: "", 1: "", 2: "", 3: "", 4: "embed", 5: "", 6: "layer"}, boundaries,
                             constant_nodes(graph), {})
     assert moved == {5: "layer.attn"}
+
+
+def test_a_result_of_one_number_repeated_computed_before_a_child_call_is_held_where_it_was_computed():
+    """attn computes weights from scores of zeros (each 1/3: one number repeated), then calls proj, and returns
+    proj's result beside the weights; the caller combines them and attn2 computes its own weights of 1/3 from
+    that. The weights attn returned are the first node holding them after it began, though proj's result came
+    later: taken after proj's result, they were attn2's, and the caller's Mul and attn2's nodes went into attn."""
+    graph, values = _run([
+        helper.make_node("MatMul", ["x", "w0"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["w"]),
+        helper.make_node("Tanh", ["x"], ["p"]),
+        helper.make_node("Mul", ["p", "w"], ["y"]),
+        helper.make_node("MatMul", ["y", "w0"], ["s2"]),
+        helper.make_node("Softmax", ["s2"], ["w2"]),
+    ], X, {"w0": np.zeros((3, 3), dtype=np.float32)})
+    events = [Event(True, "attn", (("x", X),)), Event(True, "attn.proj", (("x", X),)),
+              Event(False, "attn.proj", (("p", values["p"]),)),
+              Event(False, "attn", (("p", values["p"]), ("w", values["w"]))),
+              Event(True, "attn2", (("y", values["y"]),)), Event(False, "attn2", (("w2", values["w2"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    tags = {0: "attn", 1: "attn", 2: "attn.proj", 3: "", 4: "attn2", 5: "attn2"}
+    assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}) == {}

@@ -715,16 +715,16 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     claimed, mark = claims
 
     def uniform_holder(array: "np.ndarray") -> int | None:
-        """The node holding a result of one number repeated (a branch scaled by zeros returns zeros): the first
-        of the nodes holding that number in that shape written after the call began (after the results of the
-        calls it made, where one is), where every other is computed from it through a value that tells something
-        (a residual sum); else None (it places no node: the value may have run on through nodes that tell
-        nothing, a chain of faded activations)."""
+        """The node holding a result of one number repeated (a branch scaled by zeros returns zeros, attention
+        weights of equal scores): the first of the nodes holding that number in that shape written after the call
+        began (also before the results of calls it made: it may return a value it computed before them), where
+        every other is computed from it through a value that tells something (a later layer's); else None (it
+        places no node: the value may have run on through nodes that tell nothing, a chain of faded
+        activations)."""
         number = _uniform(array)
         if number is None:
             return None
         held = [i for i in uniform.get(number, ()) if i > start and claimed.get(i, mark) >= mark]
-        held = [i for i in held if i >= inner] or held
         return held[0] if held and all(descends(i, held[0]) and not descends_telling_nothing(i, held[0])
                                        for i in held[1:]) else None
 
