@@ -206,15 +206,35 @@ def test_a_value_a_call_returned_as_it_took_it_stays_with_the_call_that_made_it(
 
 
 def test_what_shaped_a_value_passed_on_unchanged_is_not_settled():
-    """The call takes tanh(x), written on as a reshape to its own size (its Shape read, then the Reshape): the
-    reshape, and the size read feeding it, may be the caller's or the call's."""
+    """The call takes tanh(x), written on as a reshape to its own size (its Shape read, then the Reshape), which the
+    caller reads too: the reshape, and the size read feeding it, may be the caller's or the call's."""
     graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),
-                          helper.make_node("Reshape", ["t", "s"], ["v"]), helper.make_node("Sin", ["v"], ["r"])], X)
+                          helper.make_node("Reshape", ["t", "s"], ["v"]), helper.make_node("Sin", ["v"], ["r"]),
+                          helper.make_node("Cos", ["v"], ["c"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "call", (("t", values["t"].copy()),)),
+              Event(False, "call", (("r", values["r"]),)), Event(False, "", (("c", values["c"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert {1, 2} <= boundaries.unplaced  # pulled into no call, pushed out of neither
+    assert hold_boundaries({0: "", 1: "call", 2: "call", 3: "call", 4: ""}, boundaries, set(), {}) == {}
+    assert hold_boundaries({0: "", 1: "", 2: "", 3: "call", 4: ""}, boundaries, set(), {}) == {}
+
+
+def test_a_value_a_call_took_cast_to_its_own_type_and_read_by_the_call_alone_was_cast_in_it():
+    """The call takes tanh(x), cast to the type it has (recorded, though nothing changed) by a node only the
+    call's Sin reads. Code casts a value where it computes with it (a norm computing in float32): the cast ran
+    in the call. A reshape to its own size is not settled so (a caller reshapes what it hands over)."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1),
+                          helper.make_node("Sin", ["v"], ["r"])], X)
     events = [Event(True, "", (("x", X),)), Event(True, "call", (("t", values["t"].copy()),)),
               Event(False, "call", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
     boundaries = call_regions(graph, values, events, [X])
-    assert {1, 2} <= boundaries.unplaced  # pulled into no call, pushed out of neither
-    assert hold_boundaries({0: "", 1: "call", 2: "call", 3: "call"}, boundaries, set(), {}) == {}
+    assert not boundaries.unplaced
+    assert hold_boundaries({0: "", 1: "call", 2: "call"}, boundaries, set(), {}) == {}
+    assert hold_boundaries({0: "", 1: "", 2: "call"}, boundaries, set(), {}) == {1: "call"}
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),
+                          helper.make_node("Reshape", ["t", "s"], ["v"]), helper.make_node("Sin", ["v"], ["r"])], X)
+    boundaries = call_regions(graph, values, events, [X])
+    assert {1, 2} <= boundaries.unplaced
     assert hold_boundaries({0: "", 1: "", 2: "", 3: "call"}, boundaries, set(), {}) == {}
 
 
@@ -475,15 +495,17 @@ def test_a_size_of_the_models_input_goes_with_the_reader_the_boundaries_move():
 
 
 def test_a_node_written_amid_a_call_it_may_have_run_in_ran_in_it():
-    """A call pads what it took by zero (a value equal to its input: the call's, or its caller's before it) between
-    two nodes of its own: exporters write nodes in the order they ran, so the pad ran in the call."""
+    """A call pads what it took by zero (a value equal to its input: the call's, or its caller's before it, which
+    reads it too) between two nodes of its own: exporters write nodes in the order they ran, so the pad ran in the
+    call."""
     graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["n"]),
                           helper.make_node("Pad", ["a", "pads"], ["p"]), helper.make_node("Tanh", ["p"], ["t"]),
-                          helper.make_node("Add", ["n", "t"], ["r"])], X, {"pads": np.zeros(4, dtype=np.int64)})
+                          helper.make_node("Add", ["n", "t"], ["r"]), helper.make_node("Sub", ["r", "p"], ["o"])],
+                         X, {"pads": np.zeros(4, dtype=np.int64)})
     events = [Event(True, "child", (("a", values["a"].copy()),)), Event(False, "child", (("r", values["r"]),))]
     boundaries = call_regions(graph, values, events, [X])
     assert boundaries.unplaced == {2} and boundaries.undecided == {2: {"child"}}
-    moved = hold_boundaries({0: "", 1: "child", 2: "", 3: "child", 4: "child"}, boundaries, set(), {})
+    moved = hold_boundaries({0: "", 1: "child", 2: "", 3: "child", 4: "child", 5: ""}, boundaries, set(), {})
     assert moved == {2: "child"}
 
 
@@ -805,6 +827,107 @@ def test_a_result_of_one_number_repeated_is_held_by_the_first_node_holding_it_af
     assert regions["branch"].nodes == {0, 1} and regions["second"].nodes == {3}
     moved = hold_boundaries({0: "branch", 1: "branch", 2: "branch", 3: "second"}, boundaries, constant_nodes(graph), {})
     assert moved == {2: ""}
+
+
+def test_zeros_a_layer_computes_from_zeros_with_its_weights_are_no_longer_the_result_of_the_call_before():
+    """attn returns zeros (its branch scaled by a weight of zeros); dense multiplies them by its weights and adds a
+    bias of zeros, so the MatMul holds zeros too, computed from attn's result. Zeros running on through nodes that
+    tell nothing place no node (which is the last step is not known), but a product with weights that tell
+    something is a layer's step: the first node holding the zeros is attn's result, and the MatMul the strategy
+    put into attn is pushed out of it."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Mul", ["t", "scale"], ["z"]),
+        helper.make_node("MatMul", ["z", "w"], ["p"]),
+        helper.make_node("Add", ["p", "b"], ["q"]),
+        helper.make_node("Add", ["q", "x"], ["s"]),
+    ], X, {"scale": np.zeros(3, dtype=np.float32), "w": np.arange(9, dtype=np.float32).reshape(3, 3),
+           "b": np.zeros(3, dtype=np.float32)})
+    events = [Event(True, "attn", (("x", X),)), Event(False, "attn", (("z", values["z"]),)),
+              Event(True, "dense", (("z", values["z"]),)), Event(False, "dense", (("q", values["q"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["attn"].nodes == {0, 1}
+    moved = hold_boundaries({0: "attn", 1: "attn", 2: "attn", 3: "dense", 4: ""}, boundaries,
+                            constant_nodes(graph), {})
+    assert 2 in moved and moved[2] != "attn"
+    # a graph held without its weights (streamed from the exporter): they are read where they lie
+    weights = {tensor.name: numpy_helper.to_array(tensor) for tensor in graph.initializer}
+    for tensor in graph.initializer:
+        tensor.ClearField("raw_data")
+        tensor.ClearField("float_data")
+    assert "attn" not in {r.module for r in call_regions(graph, values, events, [X]).regions}
+    regions = {r.module: r for r in call_regions(graph, values, events, [X], lambda t: weights[t.name]).regions}
+    assert regions["attn"].nodes == {0, 1}
+
+
+def test_a_value_joined_with_an_empty_one_is_passed_on():
+    """block computes tanh(x), then joins to it the rows of an empty selection it transformed (no row selected:
+    a branch for tokens of a kind the input has none of), and returns the join, equal to tanh(x). Joining no
+    elements passes the value on, so the join and the empty branch may be block's last steps: they are not
+    pushed into the next call, which took the join."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Slice", ["x", "zero", "zero", "zero"], ["e"]),
+        helper.make_node("Sin", ["e"], ["m"]),
+        helper.make_node("Concat", ["t", "m"], ["r"], axis=0),
+        helper.make_node("Cos", ["r"], ["s"]),
+    ], X, {"zero": np.array([0], dtype=np.int64)})
+    assert values["m"].size == 0
+    events = [Event(True, "block", (("x", X),)), Event(False, "block", (("r", values["r"]),)),
+              Event(True, "next", (("r", values["r"]),)), Event(False, "next", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    tags = {0: "block", 1: "block", 2: "block", 3: "block", 4: "next"}
+    assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}) == {}
+
+
+def test_a_cast_between_a_layer_returning_a_value_and_the_next_taking_it_goes_to_their_common_ancestor():
+    """layers.1 returns tanh(x) and layers.2 takes that very tensor; the file casts it to the type it has (a norm's
+    cast to float32, recorded by the exporter though nothing changed) before layers.2's Sin. Either layer may have
+    run the cast, and no weight says which: the strategy's layers.1 would put a node of layers.2 in a sibling
+    layer, so it goes to the layers' common ancestor. (Between calls that are not two elements of one list, a
+    node on either's line is in no sibling layer: it stays.)"""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Cast", ["t"], ["c"], to=TensorProto.FLOAT),
+        helper.make_node("Sin", ["c"], ["s"]),
+    ], X)
+    events = [Event(True, "layers.1", (("x", X),)), Event(False, "layers.1", (("t", values["t"]),)),
+              Event(True, "layers.2", (("t", values["t"]),)), Event(False, "layers.2", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    moved = hold_boundaries({0: "layers.1", 1: "layers.1", 2: "layers.2"}, boundaries, constant_nodes(graph), {})
+    assert moved == {1: ""}
+    renamed = [Event(e.begins, {"layers.1": "embed", "layers.2": "norm"}[e.module], e.values) for e in events]
+    boundaries = call_regions(graph, values, renamed, [X])
+    assert hold_boundaries({0: "embed", 1: "embed", 2: "norm"}, boundaries, constant_nodes(graph), {}) == {}
+    # a node equal to what it read by coincidence (a Relu of a value with no negative element) computes: it stays
+    graph, values = _run([
+        helper.make_node("Abs", ["x"], ["t"]),
+        helper.make_node("Relu", ["t"], ["c"]),
+        helper.make_node("Sin", ["c"], ["s"]),
+    ], X)
+    events = [Event(True, "layers.1", (("x", X),)), Event(False, "layers.1", (("t", values["t"]),)),
+              Event(True, "layers.2", (("t", values["t"]),)), Event(False, "layers.2", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert hold_boundaries({0: "layers.1", 1: "layers.1", 2: "layers.2"}, boundaries, constant_nodes(graph), {}) == {}
+
+
+def test_a_tensor_first_met_after_a_call_ended_was_made_after_it():
+    """norm scales x by a weight of ones and returns a value equal to what it took, so its result places nothing
+    (it is not bounded). Its caller transposes the result and hands it to lin: lin took a tensor no call had met,
+    held by one node, so that node was made after the last call event, norm's end: the Transpose a strategy gave
+    to norm (following the value on) is not norm's."""
+    graph, values = _run([
+        helper.make_node("Mul", ["x", "ones"], ["a"]),
+        helper.make_node("Transpose", ["a"], ["t"]),
+        helper.make_node("MatMul", ["t", "w"], ["l"]),
+    ], X, {"ones": np.ones(3, dtype=np.float32), "w": np.array([[1.0, 2.0], [3.0, -1.0]], dtype=np.float32)})
+    events = [Event(True, "norm", (("x", X),)), Event(False, "norm", (("a", values["a"]),)),
+              Event(True, "lin", (("t", values["t"]),)), Event(False, "lin", (("l", values["l"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "norm" in boundaries.unbounded and boundaries.ran_after == {"norm": {1}}
+    moved = hold_boundaries({0: "norm", 1: "norm", 2: "lin"}, boundaries, constant_nodes(graph), {})
+    assert moved == {1: ""}
 
 
 def test_a_call_taking_a_faded_value_is_not_bounded_from_below():

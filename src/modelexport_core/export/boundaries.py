@@ -23,11 +23,19 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   before the caller began). A tensor a call took
   that no call took or returned before was made after the last call event, before the call began: where it is
   an earlier tensor's value run on unchanged (a concatenation of one tensor), the first node passing it on ran
-  before the call;
+  before the call; where one node alone holds it and the last call event was the end of a call (of a module
+  called once), that node ran after that call (:attr:`Boundaries.ran_after`: a transpose of a result the values
+  could not place, as a norm at its initial statistics returns what it took);
 - a call that took the very tensor an earlier call returned: the nodes passing it on toward the later call's
   results ran after the first call returned it and before the second's results, so in one of the two calls or in
   a caller between them (:attr:`Boundaries.between`); a tag off every such line goes to the two calls' common
-  ancestor (a pooling of a single position, equal to the block's result it reads, left in that block);
+  ancestor (a pooling of a single position, equal to the block's result it reads, left in that block); so does
+  a copy of the value reading nothing else (a cast to the type it has, a view) that a strategy put in the first
+  call where the two are elements of one list of layers: nothing says the first layer rather than the next one
+  ran it (a cast at the start of the next layer's norm), and a tag in a sibling layer is the defect tags exist
+  to end (:attr:`Boundaries.carried`);
+- a value met first as a call's input, cast to the type it has by a node that only the call's nodes read, was
+  cast in the call: code casts a value where it computes with it (a norm computing in float32);
 - a constant made for its readers (computed from no weight) written between two nodes of a call's region, read
   only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in;
 - sizes computed from a number handed to a call (written after the node handing it), read only within the call,
@@ -38,8 +46,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 Only what the values settle is used. A value that tells nothing (a scalar, all one number) places no node,
 except an input of one number repeated that exactly one node of the file holds (a mask that masks nothing,
 built by the caller), and a result of one number repeated held by the first node holding it after the call began
-where every later one is computed from it through a value that tells something (zeros a branch scaled by a zero
-weight returns; not zeros running on through zeros, as faded activations do). An input of integers no node holds
+where every later one is computed from it through a value that tells something or a node reading weights that
+tell something (zeros a branch scaled by a zero weight returns, zeros a branch returns that the next layer
+multiplies by its weights; not zeros running on through zeros, as faded activations do, through biases of zeros).
+An input of integers no node holds
 places none (integers compare exactly: the exporter folded it into its readers). A call is not bounded where
 every result tells nothing, a value is not found, or an input has faded to subnormals (no node is known to hold
 it, so nothing bounds the call from below); a call
@@ -58,7 +68,8 @@ where a result equals a value the call took (unless a node written after that va
 initial statistics does).
 Of several node outputs equal to one recorded value, those :data:`DECISIVE` times farther from it than the
 nearest are not it. A value runs on unchanged through nodes computing from it, constants and integers alone (a
-zero bias added, a cast to the type it has, an expansion to the shape it has), or values computed from
+zero bias added, a cast to the type it has, an expansion to the shape it has, a join with an empty value: a
+scatter of no rows), or values computed from
 weights, constants and sizes alone (a positional table of zeros, resized to the input's sizes, added), or
 values computed from it and constants alone, reading no weight (its sums, dividing it: a normalization
 repeated until it settles): a call may have taken or returned it at any of them. Where it ran on through such
@@ -95,7 +106,7 @@ Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: thei
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
@@ -176,6 +187,12 @@ class Boundaries:
     """Nodes passing a call's result on unchanged to a later call that took that very tensor, with the two calls'
     modules: the node ran after the first returned it and before the second's results, in one of them or in a
     caller between them (a module on the line from their common ancestor down to either)."""
+    carried: set[int] = field(default_factory=set)
+    """Of the ``between`` nodes, those copying the value and reading nothing else (a cast to the type it has, a
+    view): nothing says which of the two calls ran them."""
+    ran_after: dict[str, set[int]] = field(default_factory=dict)
+    """For each module called once, nodes made after its call ended: a tensor a later call took, met for the
+    first time and held by one node alone, was made after the last call event, here that call's end."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -303,11 +320,14 @@ def constant_nodes(graph: "onnx.GraphProto", sizes: bool = False) -> set[int]:
 
 
 def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], events: list[Event],
-                 model_inputs: list["np.ndarray"]) -> Boundaries:
+                 model_inputs: list["np.ndarray"],
+                 weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None) -> Boundaries:
     """The region of every call whose boundary values settle it (module docstring), from ``values``: the
-    file's node outputs on the inputs the model ran on (``model_inputs``)."""
+    file's node outputs on the inputs the model ran on (``model_inputs``). ``weight``: an initializer's value
+    where the graph holds it without its data (else it is read from the graph)."""
     import numpy as np
     import onnx
+    from onnx import numpy_helper
 
     producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
     constant = constant_nodes(graph)
@@ -355,10 +375,35 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     telling_nothing = {i for i, node in enumerate(graph.node)
                        if not any(name in index_names for name in node.output if name)}
 
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    told: dict[str, bool] = {}
+
+    def tells(name: str) -> bool:
+        """Whether a tensor of weights says something (not all one number, not faded); False where its data is
+        not in the graph (a file read without its weights): then it is not known to."""
+        if name not in told:
+            array = values.get(name)
+            if array is None and name in initializers:
+                try:
+                    array = (weight or numpy_helper.to_array)(initializers[name])
+                except Exception:  # noqa: BLE001 - a stub without its data
+                    array = None
+                if array is not None and array.size != int(np.prod(initializers[name].dims)):
+                    array = None
+            told[name] = array is not None and informative(array)
+        return told[name]
+
+    quiet: set[int] | None = None  # nodes telling nothing that read no weights telling something
+
     def descends_telling_nothing(later: int, earlier: int) -> bool:
-        """Whether node ``later`` is computed from node ``earlier``'s output through values telling nothing
-        alone (each one number repeated, or faded): the value may have run on from one to the other."""
-        return earlier in ancestors([later], earlier - 1, within=telling_nothing)
+        """Whether node ``later`` is computed from node ``earlier``'s output through nodes telling nothing alone
+        (each value one number repeated, or faded), none of them (``later`` included) reading weights that tell
+        something: the value may have run on from one to the other. A product with a layer's weights is a
+        layer's step, however little its value tells (zeros times weights are zeros)."""
+        nonlocal quiet
+        if quiet is None:
+            quiet = {i for i in telling_nothing if not any(weighs(name) and tells(name) for name in graph.node[i].input)}
+        return later in quiet and earlier in ancestors([later], earlier - 1, within=quiet | {earlier})
 
     def weighs(name: str) -> bool:
         """Whether a value is a tensor of weights: floats, more than one, from no graph input (an initializer,
@@ -382,15 +427,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                    for i in steps for value in graph.node[i].input if value)
 
     def passes_on(later: int, earlier: int, ending: bool = False) -> bool:
-        """Whether node ``later`` computes from node ``earlier``'s output, constants and integer values (shapes,
-        indices) alone: equal to it, it passed it on. ``ending``: on from a call's result, a node
-        reading weights passes the value on only where it is the value's one reader that reads its
-        elements (a bias of zeros added to a layer's product; a node reading only its sizes aside); one
-        of several readers computes from the result the call handed out (the next block's norm at its
-        initial statistics, beside the block's other layers reading the same value). Else (not
-        ``ending``) a node reading the value and computing an equal one passes it on whatever else it
-        reads (a residual add of a branch that returns zeros): a call taking that value took it at
-        either."""
+        """Whether node ``later`` computes from node ``earlier``'s output, constants, integer values (shapes,
+        indices) and empty values (no element to add: a scatter of no rows) alone: equal to it, it passed it
+        on. ``ending``: on from a call's result, a node reading weights passes the value on only where it is
+        the value's one reader that reads its elements (a bias of zeros added to a layer's product; a node
+        reading only its sizes aside); one of several readers computes from the result the call handed out
+        (the next block's norm at its initial statistics, beside the block's other layers reading the same
+        value). Else (not ``ending``) a node reading the value and computing an equal one passes it on
+        whatever else it reads (a residual add of a branch that returns zeros): a call taking that value took
+        it at either."""
         weights = not ending or len([i for i in readers.get(earlier, ()) if i not in sizing]) <= 1
         made = set(graph.node[earlier].output)
         reads = [name for name in graph.node[later].input if name]
@@ -398,6 +443,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             return False
         if all(name in made or (name not in producer or producer[name] in data_free) and (weights or not weighs(name))
                or getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
+               or getattr(values.get(name), "size", None) == 0
                or from_alone(name, earlier)
                for name in reads):
             return True
@@ -405,6 +451,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             hasattr(values.get(mine), "shape") and hasattr(values.get(theirs), "shape")
             and same_values(values[mine], values[theirs])
             for mine in graph.node[later].output for theirs in made)
+
+    def carries(node: int, key: Hashable) -> bool:
+        """Whether a node passing a tensor's value on reads nothing but that value (as the nodes holding it hold
+        it), sizes and constants: a cast to the type it has, a view."""
+        passing = {known[key], *runs_on.get(key, ())} if key in known else set()
+        return all(name in producer and producer[name] in passing
+                   or getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
+                   or (name not in producer or producer[name] in data_free) and not weighs(name)
+                   for name in graph.node[node].input if name)
 
     def distance(name: str, array: "np.ndarray") -> float:
         """The largest difference between a node output and a recorded value (NaN where they disagree on NaNs)."""
@@ -462,7 +517,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     known: dict[Hashable, int] = {}  # a tensor seen before: the node that made it
     runs_on: dict[Hashable, list[int]] = {}  # the nodes its value runs on unchanged through
     cursor = -1  # the last call result found so far
-    begun: list[tuple[int, tuple[Value, ...], tuple[float, ...], int, set[Hashable]]] = []
+    begun: list[tuple[int, tuple[Value, ...], tuple[float, ...], int, set[Hashable], str | None]] = []
     claimed: dict[int, int] = {}  # the nodes holding calls' results, each with the number claimed before it
     regions: list[CallRegion] = []
     unbounded: set[str] = set()
@@ -473,15 +528,22 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     seen: set[Hashable] = set()  # the tensors some call took or returned so far
     returned_by: dict[Hashable, str] = {}  # each tensor a call returned: the module of the first call returning it
     between: dict[int, tuple[str, str]] = {}
+    carried: set[int] = set()
+    timed: set[int] = set()
     sized_in: set[int] = set()  # sizes a call computed from a number handed to it
+    calls_of = Counter(event.module for event in events if event.begins)
+    ran_after: dict[str, set[int]] = defaultdict(set)
+    ended: str | None = None  # the module whose call ended at the last event, where it was an end
     for event in events:
         if event.begins:
             fresh = {key for key, _ in event.values if key not in seen}
             seen.update(key for key, _ in event.values)
-            begun.append((cursor, event.values, event.numbers, len(claimed), fresh))
+            begun.append((cursor, event.values, event.numbers, len(claimed), fresh, ended))
+            ended = None
             continue
         seen.update(key for key, _ in event.values)
-        start, inputs, numbers, mark, fresh = begun.pop()
+        start, inputs, numbers, mark, fresh, after = begun.pop()
+        ended = event.module
         # the call began once the values it took existed: the nodes they were computed from ran before it (back
         # to where its caller began: no call of the module ran them, whatever its results tell). A value met for
         # the first time is held by the first node equal to it at the latest, unless it is the model's input (no
@@ -515,6 +577,13 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         region = _bound(results_of, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
                         uniform, copies, (claimed, mark), descends, descends_telling_nothing)
+        if after is not None and calls_of[after] == 1:
+            # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
+            # after the last call event: where that was the end of a call (of a module called once), after that call
+            ran_after[after].update(
+                holders[0] for key, array in inputs if key in fresh and informative(array) and not is_input(array)
+                and len(holders := [producer[name] for name in find(array)]) == 1
+                and holders[0] not in holding and holders[0] not in data_free)
         untold = any(key not in known and not informative(array) for key, array in results_of)
         if region is None:
             unbounded.add(event.module)
@@ -527,8 +596,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # a tensor the call took that no call took or returned before was made after the last call event, before
         # the call began: where it holds an earlier tensor's value run on unchanged (a concatenation of one
         # tensor), the first node passing it on ran before the call
-        ran_before.update(runs_on[key][0] for key, _ in inputs
-                          if key in fresh and runs_on.get(key) and known.get(key) in holding)
+        made_then = {runs_on[key][0] for key, _ in inputs
+                     if key in fresh and runs_on.get(key) and known.get(key) in holding}
+        ran_before.update(made_then)
+        timed |= made_then  # known to have run after the last call event: in the call running then
         cursor = max(cursor, *results)
         before = ancestors([i for i in sources if i not in unsure], start)
         reach = ancestors(results, start)
@@ -539,10 +610,17 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if key not in fresh and key in returned_by and runs_on.get(key):
                 for node in set(runs_on[key]) & reach:
                     between.setdefault(node, (returned_by[key], event.module))
+                    if graph.node[node].op_type in COPYING_OPS and carries(node, key):
+                        carried.add(node)  # a copy of the value: a cast to the type it has, a view
         # ran in the call or in its caller (neither pulled in nor pushed out of the call): a value passed on
         # unchanged and what shaped it (a view's sizes); integers computed from the model's inputs alone; in a
         # call given numbers, the integer arithmetic giving numbers equal to them
         doubtful = ancestors([i for i in sources if i in unsure], start) - before - constant
+        # but a value met first as this call's input, cast to the type it has by a node only the call's nodes
+        # read: code casts a value where it computes with it (a norm computing in float32), so the call ran it
+        doubtful -= {node for key, _ in inputs if key in fresh for node in runs_on.get(key, ())
+                     if node in nodes and graph.node[node].op_type in CASTS and carries(node, key)
+                     and all(r in nodes for r in readers.get(node, ()))}
         if numbers:
             doubtful |= _giving_numbers(nodes, numbers, graph, producer, values, integer)
         # the numbers it took (sizes, also as tensors of one integer: an exporter's trace makes them tensors)
@@ -602,7 +680,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events},
                       {module: nodes for module, nodes in excluded.items() if nodes},
-                      {i: sorted(nodes) for i, nodes in served.items() if nodes}, between)
+                      {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
+                      dict(ran_after))
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -729,12 +808,13 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
                                        for i in held[1:]) else None
 
     firsts = []
+    holder_of: dict[Hashable, int | None] = {}  # each result of one number repeated: its holder
     for key, array in outputs:
         if key in known:
             firsts.append(known[key])
             continue
         if not informative(array):
-            if (node := uniform_holder(array)) is not None:
+            if (node := holder_of.setdefault(key, uniform_holder(array))) is not None:
                 firsts.append(node)
             continue  # else it places no node: the call is bounded by the others
         later = [i for i in _after(find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
@@ -796,7 +876,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             unsure.update(runs_on.get(key, ()))
             continue
         if not informative(array):
-            if (node := uniform_holder(array)) is not None:
+            if (node := holder_of[key]) is not None:
                 mine.append(node)
                 known[key] = node
                 results.append(node)
@@ -917,7 +997,9 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             floor = len(deepest.split(".")) if deepest else 0
             for depth in range(len(parts), floor, -1):  # out of every module below it whose calls all ran without it
                 held = bounding.get(".".join(parts[:depth]))
-                if held is not None and i not in held or i in boundaries.ran_before.get(".".join(parts[:depth]), ()):
+                within = ".".join(parts[:depth])
+                if held is not None and i not in held or i in boundaries.ran_before.get(within, ()) \
+                        or i in boundaries.ran_after.get(within, ()):
                     tag = ".".join(parts[:depth - 1])
         if tag != module:
             moved[i] = tag
@@ -926,8 +1008,11 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             continue
         placed = moved.get(i, node_modules[i])
         both = common_ancestor([returning, taking])
-        if not (is_ancestor(returning, placed) or is_ancestor(taking, placed)
-                or is_ancestor(both, placed) and (is_ancestor(placed, returning) or is_ancestor(placed, taking))):
+        if i in boundaries.carried and _elements_of_one_list(returning, taking) and is_ancestor(returning, placed) \
+                and not any(is_ancestor(both, m) and m != both for m in inside.get(i, ())):
+            moved[i] = both  # nothing says the layer returning the value passed it on: it may be the next one
+        elif not (is_ancestor(returning, placed) or is_ancestor(taking, placed)
+                  or is_ancestor(both, placed) and (is_ancestor(placed, returning) or is_ancestor(placed, taking))):
             moved[i] = both  # a tag off every line it may have run on: their common ancestor holds them all
     for i in skipped & set(node_modules):  # a constant a call's inputs were computed from ran before it too
         tag = node_modules[i]
@@ -958,6 +1043,21 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         if running is not None:
             moved[i] = running
     return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
+
+
+CASTS = frozenset({"Cast", "CastLike"})
+COPYING_OPS = frozenset({"Cast", "CastLike", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"})
+"""Operations whose result equal to their input copies it (values equal by coincidence prove nothing: a Relu
+of a value with no negative element)."""
+
+
+def _elements_of_one_list(first: str, second: str) -> bool:
+    """Whether two modules lie in two elements of one list of layers: at the first atom where their names differ,
+    both are indices (``layers.1.mlp`` and ``layers.2``)."""
+    for a, b in zip(first.split("."), second.split(".")):
+        if a != b:
+            return a.isdigit() and b.isdigit()
+    return False
 
 
 def _running_call(node: int, tag: str, boundaries: Boundaries, readers: list[str]) -> str | None:
@@ -1020,10 +1120,27 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     except Exception:  # noqa: BLE001 - without the values the strategy's tags stand
         return {}
     graph = onnx_model.graph
-    boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args])
+    boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args],
+                              _weight_reader(weights))
     keys = GraphIndex.of(graph).keys
     positions = {key: i for i, key in enumerate(keys)}
     constant = constant_nodes(graph)
     moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
                             boundaries, constant, made_for_readers(graph, constant))
     return {keys[i]: module for i, module in moved.items()}
+
+
+def _weight_reader(weights: "Path | StreamedModel | None") -> Callable[["onnx.TensorProto"], "np.ndarray"] | None:
+    """How to read an initializer's value of a graph held without its data: from the exporter's bytes, or from
+    the file the graph was read from (:func:`~modelexport_core.format.onnx_file.load_graph`); None: the graph
+    holds it."""
+    from pathlib import Path
+
+    from modelexport_core.format.onnx_file import tensor_value
+
+    if weights is None:
+        return None
+    if isinstance(weights, Path):
+        folder = weights.parent
+        return lambda tensor: tensor_value(tensor, folder)
+    return weights.value
