@@ -477,13 +477,21 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         best = min(apart.values())
         return [name for name in names if not apart[name] > DECISIVE * best + TINY]
 
+    looked_up: dict[int, tuple["np.ndarray", list[str]]] = {}  # by the recorded array's id (kept alive with it)
+
     def find(array: "np.ndarray") -> list[str]:
         """The file's node outputs equal to a recorded value, the nearest of several (:func:`nearest`); where none
-        is, those holding each row's elements in another order (:func:`_rows_reordered`)."""
+        is, those holding each row's elements in another order (:func:`_rows_reordered`). Each recorded value is
+        looked up once (calls share the tensors they hand on)."""
+        if (seen_before := looked_up.get(id(array))) is not None and seen_before[0] is array:
+            return list(seen_before[1])
         found = index.find(array)
         if found or array.ndim < 2:
-            return nearest(found, array)
-        return [name for name in index.find_permuted(array) if _rows_reordered(values[name], array)]
+            found = nearest(found, array)
+        else:
+            found = [name for name in index.find_permuted(array) if _rows_reordered(values[name], array)]
+        looked_up[id(array)] = (array, found)
+        return list(found)
 
     def apart_from_what_it_took(array: "np.ndarray", given_key: Hashable) -> bool:
         """Whether a result equal to a value the call took within rounding is held by a node of the file decisively
