@@ -5,7 +5,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 
 - the interface: ``TaggingStrategy``, ``TaggingResult``, ``ExportContext``, ``StrategyOption``, ``EXPORTER_OPTION``, ``hookimpl``,
   and the errors a strategy raises (``StrategyUnavailable``, ``StrategyFailed``, ``ModelMismatchError``);
-- module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``;
+- module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``, ``in_sibling_elements``;
 - graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
   ``EVIDENCE_KIND``), ``hold_call_boundaries`` (and ``BOUNDARY_KIND``,
   ``recording_calls`` and its ``CallEvent``s: the calls an exporter's run of the model made),
@@ -38,7 +38,7 @@ from modelexport_core.format.onnx_file import (
     stub_file,
     tensor_value,
 )
-from modelexport_core.format.tags import common_ancestor, is_ancestor, parent_qualname
+from modelexport_core.format.tags import common_ancestor, in_sibling_elements, is_ancestor, parent_qualname
 from modelexport_core.format.value_index import (
     ValueIndex,
     faded,
@@ -107,6 +107,7 @@ __all__ = [
     "hold_call_containment",
     "hold_causality",
     "hookimpl",
+    "in_sibling_elements",
     "is_ancestor",
     "load_graph",
     "node_key",

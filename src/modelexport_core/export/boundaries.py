@@ -112,7 +112,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
 from modelexport_core.format.graph import SHAPE_OPS
-from modelexport_core.format.tags import common_ancestor, is_ancestor
+from modelexport_core.format.tags import common_ancestor, in_sibling_elements, is_ancestor
 from modelexport_core.format.value_index import TINY, ValueIndex, faded, informative, same_values
 
 if TYPE_CHECKING:
@@ -1016,7 +1016,7 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             continue
         placed = moved.get(i, node_modules[i])
         both = common_ancestor([returning, taking])
-        if i in boundaries.carried and _elements_of_one_list(returning, taking) and is_ancestor(returning, placed) \
+        if i in boundaries.carried and in_sibling_elements(returning, taking) and is_ancestor(returning, placed) \
                 and not any(is_ancestor(both, m) and m != both for m in inside.get(i, ())):
             moved[i] = both  # nothing says the layer returning the value passed it on: it may be the next one
         elif not (is_ancestor(returning, placed) or is_ancestor(taking, placed)
@@ -1057,15 +1057,6 @@ CASTS = frozenset({"Cast", "CastLike"})
 COPYING_OPS = frozenset({"Cast", "CastLike", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"})
 """Operations whose result equal to their input copies it (values equal by coincidence prove nothing: a Relu
 of a value with no negative element)."""
-
-
-def _elements_of_one_list(first: str, second: str) -> bool:
-    """Whether two modules lie in two elements of one list of layers: at the first atom where their names differ,
-    both are indices (``layers.1.mlp`` and ``layers.2``)."""
-    for a, b in zip(first.split("."), second.split(".")):
-        if a != b:
-            return a.isdigit() and b.isdigit()
-    return False
 
 
 def _running_call(node: int, tag: str, boundaries: Boundaries, readers: list[str]) -> str | None:

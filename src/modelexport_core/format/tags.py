@@ -51,6 +51,16 @@ def is_ancestor(ancestor: str, qualname: str) -> bool:
     return ancestor == "" or qualname == ancestor or qualname.startswith(ancestor + ".")
 
 
+def in_sibling_elements(first: str, second: str) -> bool:
+    """Whether two modules lie in two elements of one list of layers: at the first atom where their names differ,
+    both are indices (``layers.1.mlp`` against ``layers.2``). A node of one tagged with the other is the
+    cross-layer contamination tags exist to end."""
+    for a, b in zip(first.split("."), second.split(".")):
+        if a != b:
+            return a.isdigit() and b.isdigit()
+    return False
+
+
 def common_ancestor(qualnames: Iterable[str]) -> str:
     """The deepest module that is an ancestor of (or equal to) every given module."""
     names = list(qualnames)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelexport_core.format.reference import dynamo_node_modules, inlined_nodes, torchscript_node_modules
-from modelexport_core.format.tags import HierarchyTags, is_ancestor
+from modelexport_core.format.tags import HierarchyTags, in_sibling_elements, is_ancestor
 from modelexport_core.format.writer import NodeTag
 
 
@@ -58,16 +58,8 @@ def sibling_contamination(node_modules: dict[str, str], reference: dict[str, str
     """Nodes whose module sits in a different element of a ModuleList/Sequential than the reference says.
 
     Two names conflict when, at the first position where they differ, both have an index
-    atom (``layers.0`` against ``layers.1``): the node was given to a sibling layer.
+    atom (``layers.0`` against ``layers.1``, :func:`in_sibling_elements`): the node was given to a sibling layer.
     """
-    bad = []
-    for node, expected in reference.items():
-        got = node_modules.get(node)
-        if expected is None or got is None:
-            continue
-        for a, b in zip(expected.split("."), got.split(".")):
-            if a != b:
-                if a.isdigit() and b.isdigit():
-                    bad.append(node)
-                break
-    return bad
+    return [node for node, expected in reference.items()
+            if expected is not None and (got := node_modules.get(node)) is not None
+            and in_sibling_elements(expected, got)]

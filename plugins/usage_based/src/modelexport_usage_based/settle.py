@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from modelexport_core.sdk import in_sibling_elements as repeated_siblings
 from modelexport_core.sdk import is_ancestor
 
 from .data_flow import DataGraph
@@ -186,14 +187,6 @@ def settle(
                 changed = True
         if not changed:
             break
-
-
-def repeated_siblings(a: str, b: str) -> bool:
-    """Whether two modules lie in different elements of one container (``layers.1`` against ``layers.2``)."""
-    for x, y in zip(a.split("."), b.split(".")):
-        if x != y:
-            return x.isdigit() and y.isdigit()
-    return False
 
 
 def _alike_elements(a: str, b: str, tree: ModuleTree) -> bool:
