@@ -829,6 +829,52 @@ def test_a_result_of_one_number_repeated_is_held_by_the_first_node_holding_it_af
     assert moved == {2: ""}
 
 
+def test_a_result_of_one_number_repeated_is_held_by_a_node_holding_it_within_rounding():
+    """gate returns halves (a sigmoid of zeros: 0.5 everywhere); the file's runtime rounded one element a unit in
+    the last place below. The caller scales x by them, and a later call, second, returns halves too, exactly.
+    Held within rounding, gate's result is the first node holding halves: second's are a later layer's, and
+    neither the caller's Mul nor second's nodes are gate's."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Mul", ["t", "zero"], ["z"]),
+        helper.make_node("Add", ["z", "half"], ["g"]),
+        helper.make_node("Mul", ["x", "g"], ["y"]),
+        helper.make_node("Tanh", ["y"], ["t2"]),
+        helper.make_node("Mul", ["t2", "zero"], ["z2"]),
+        helper.make_node("Add", ["z2", "half"], ["g2"]),
+    ], X, {"zero": np.zeros(3, dtype=np.float32), "half": np.full(3, 0.5, dtype=np.float32)})
+    recorded = values["g"].copy()
+    values["g"][0, 1] = np.nextafter(np.float32(0.5), np.float32(0))
+    events = [Event(True, "gate", (("x", X),)), Event(False, "gate", (("g", recorded),)),
+              Event(True, "second", (("y", values["y"]),)), Event(False, "second", (("g2", values["g2"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["gate"].nodes == {0, 1, 2}
+    moved = hold_boundaries({i: "gate" for i in range(7)}, boundaries, constant_nodes(graph), {})
+    assert all(moved.get(i) != "gate" for i in range(3, 7))
+
+
+def test_zeros_a_call_hands_on_from_a_call_it_made_are_held_where_that_calls_result_is():
+    """outer scales tanh(x) by zeros, adds x, and calls inner on it, which returns zeros (its product scaled by
+    zeros); outer returns that very tensor. inner is not bounded (what it took is not found), so where its zeros
+    lie is not known: outer's result is no node of its own, not the first zeros written after it began (node 1,
+    from which inner's are computed through values that tell something). Nothing is pushed out of outer."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Mul", ["t", "zero"], ["z"]),
+        helper.make_node("Add", ["z", "x"], ["s"]),
+        helper.make_node("MatMul", ["s", "w"], ["p"]),
+        helper.make_node("Mul", ["p", "zero"], ["q"]),
+    ], X, {"zero": np.zeros(3, dtype=np.float32), "w": np.arange(9, dtype=np.float32).reshape(3, 3)})
+    events = [Event(True, "outer", (("x", X),)), Event(True, "outer.inner", (("unfound", 7 * X),)),
+              Event(False, "outer.inner", (("q", values["q"]),)), Event(False, "outer", (("q", values["q"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "outer" not in {region.module for region in boundaries.regions}
+    moved = hold_boundaries({0: "outer", 1: "outer", 2: "outer", 3: "outer.inner", 4: "outer.inner"}, boundaries,
+                            constant_nodes(graph), {})
+    assert not any(module == "" for module in moved.values())
+
+
 def test_zeros_a_layer_computes_from_zeros_with_its_weights_are_no_longer_the_result_of_the_call_before():
     """attn returns zeros (its branch scaled by a weight of zeros); dense multiplies them by its weights and adds a
     bias of zeros, so the MatMul holds zeros too, computed from attn's result. Zeros running on through nodes that

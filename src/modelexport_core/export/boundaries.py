@@ -125,6 +125,10 @@ if TYPE_CHECKING:
     from modelexport_core.format.onnx_file import StreamedModel
     from modelexport_core.plugin.strategy import ExportContext
 
+ULPS = 16
+"""How many units in the last place apart the elements of a value may be and still be taken for one number
+repeated where a recorded value is (:func:`_nearly_uniform`): each elementwise step rounds by half a unit, and
+two runtimes order a few steps differently."""
 DECISIVE = 4.0
 """How many times nearer to a recorded value one node output must be than another, both equal to it within
 rounding, to be told apart from it: two runtimes computing one value differ by rounding alone, while a norm
@@ -336,13 +340,26 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     index: ValueIndex[str] = ValueIndex()
     index_names: set[str] = set()
     uniform: dict[tuple, list[int]] = defaultdict(list)  # values of one number repeated: by shape, type, number
+    nearly: dict[tuple, list[str]] = defaultdict(list)  # and those within rounding of one number: by shape, type
     for name, value in values.items():
         if name in producer and hasattr(value, "dtype"):
             if informative(value):
                 index.add(name, value)
                 index_names.add(name)
+                if _nearly_uniform(value):
+                    nearly[(value.shape, value.dtype.str)].append(name)
             elif (number := _uniform(value)) is not None:
                 uniform[number].append(producer[name])
+
+    def holding_one_number(array: "np.ndarray") -> list[int]:
+        """The nodes holding a value of one number repeated, in graph order: those holding exactly that number, and
+        those holding it within rounding (one runtime rounds an element the other does not: a gate of halves, one
+        element a unit in the last place below)."""
+        number = _uniform(array)
+        if number is None:
+            return []
+        near = [producer[name] for name in nearly.get(number[:2], ()) if same_values(array, values[name])]
+        return sorted({*uniform.get(number, ()), *near})
 
     readers: dict[int, list[int]] = defaultdict(list)
     for i, node in enumerate(graph.node):
@@ -571,6 +588,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # states) was made before it began: where the call returned more, those bound it
         handed_back = {key for key, given_key in returned if key == given_key}
         results_of = tuple((key, array) for key, array in event.values if key not in handed_back)
+        # a result of one number repeated that is the very tensor an earlier call returned (one it made) is held
+        # where that call's result is: where that is not known, no node is known to hold it
+        made_before = {key for key, array in results_of
+                       if key in returned_by and key not in known and not informative(array)}
         for key, _ in results_of:
             returned_by.setdefault(key, event.module)
         if returned and (len(handed_back) < len(returned) or not results_of):
@@ -583,8 +604,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         undecided[node].add(event.module)
             continue
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
-        region = _bound(results_of, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
-                        uniform, copies, (claimed, mark), descends, descends_telling_nothing)
+        region = _bound(tuple(value for value in results_of if value[0] not in made_before), inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
+                        holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -780,7 +801,8 @@ def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[in
 def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
            runs_on: dict[Hashable, list[int]], find: Callable[["np.ndarray"], list[str]], producer: dict[str, int],
            is_input: Callable[["np.ndarray"], bool], passes_on: Callable[..., bool],
-           uniform: dict[tuple, list[int]], copies: Callable[[list[int]], bool], claims: tuple[dict[int, int], int],
+           holding_one_number: Callable[["np.ndarray"], list[int]], copies: Callable[[list[int]], bool],
+           claims: tuple[dict[int, int], int],
            descends: Callable[[int, int], bool], descends_telling_nothing: Callable[[int, int], bool]
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
@@ -808,10 +830,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         every other is computed from it through a value that tells something (a later layer's); else None (it
         places no node: the value may have run on through nodes that tell nothing, a chain of faded
         activations)."""
-        number = _uniform(array)
-        if number is None:
-            return None
-        held = [i for i in uniform.get(number, ()) if i > start and claimed.get(i, mark) >= mark]
+        held = [i for i in holding_one_number(array) if i > start and claimed.get(i, mark) >= mark]
         return held[0] if held and all(descends(i, held[0]) and not descends_telling_nothing(i, held[0])
                                        for i in held[1:]) else None
 
@@ -851,10 +870,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             if not found and array.dtype.kind in "iu":
                 continue  # integers compare exactly: no node holds it (folded into its readers), so it places none
         else:  # one number repeated (a mask that masks nothing): only the one node holding it serves
-            number = _uniform(array)
-            if number is None and faded(array):
+            if _uniform(array) is None and faded(array):
                 return None  # faded to subnormals: no node is known to hold it, nothing bounds the call from below
-            found = uniform.get(number, []) if number is not None else []
+            found = holding_one_number(array)
             if len(found) != 1:  # where several do (or none), which one it took is not settled: each that
                 held = [i for i in found if start < i < first]  # could be ran in the call or before it
                 sources.extend(held)
@@ -920,6 +938,22 @@ def _rows_reordered(held: "np.ndarray", recorded: "np.ndarray") -> bool:
     import numpy as np
 
     return held.shape == recorded.shape and same_values(np.sort(held, axis=-1), np.sort(recorded, axis=-1))
+
+
+def _nearly_uniform(value: "np.ndarray") -> bool:
+    """Whether a value of floats, not all one number, has every element of one sign and within :data:`ULPS` units
+    in the last place of the others: what one runtime rounds to one number repeated, another may not (a gate of
+    halves, each computed from zeros in a few steps rounding half a unit each). Not values about zero: zeros and
+    faded values are told apart by the rules for values telling nothing."""
+    import numpy as np
+
+    if value.dtype.kind != "f" or value.size < 2:
+        return False
+    with np.errstate(invalid="ignore", over="ignore"):
+        low, high = value.min(), value.max()
+    if not (np.isfinite(low) and np.isfinite(high)) or low <= 0 <= high:
+        return False
+    return bool(high - low <= ULPS * np.spacing(max(abs(low), abs(high))))
 
 
 def _uniform(value: "np.ndarray") -> tuple | None:
