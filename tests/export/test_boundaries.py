@@ -16,6 +16,7 @@ from modelexport_core.export.boundaries import (
     constant_nodes,
     hold_boundaries,
     made_for_readers,
+    weight_owners,
 )
 
 pytestmark = pytest.mark.unit
@@ -873,6 +874,39 @@ def test_zeros_a_call_hands_on_from_a_call_it_made_are_held_where_that_calls_res
     moved = hold_boundaries({0: "outer", 1: "outer", 2: "outer", 3: "outer.inner", 4: "outer.inner"}, boundaries,
                             constant_nodes(graph), {})
     assert not any(module == "" for module in moved.values())
+
+
+def test_a_node_between_two_calls_reading_a_parameter_of_one_of_them_alone_ran_in_that_call():
+    """norm returns tanh(x) times its weight of ones; mixer takes that very tensor. The product equals tanh(x), so
+    the values leave the Mul between the two calls, and the strategy put it in mixer. The exporter merged norm's
+    weight with final_norm's (both ones): the Mul reads a weight equal to a parameter of norm's own and of none of
+    mixer's or of their caller's, so norm ran it. Where mixer owns an equal parameter too, nothing says which."""
+    import torch
+
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["h"]),
+        helper.make_node("Mul", ["h", "ones"], ["n"]),
+        helper.make_node("Sin", ["n"], ["m"]),
+    ], X, {"ones": np.ones(3, dtype=np.float32)})
+    events = [Event(True, "norm", (("x", X),)), Event(False, "norm", (("n", values["n"]),)),
+              Event(True, "mixer", (("n", values["n"]),)), Event(False, "mixer", (("m", values["m"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 1 in boundaries.between
+
+    class Scaled(torch.nn.Module):
+        def __init__(self, size: int) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(size))
+
+    model = torch.nn.Module()
+    model.norm, model.mixer, model.final_norm = Scaled(3), Scaled(4), Scaled(3)
+    owners = weight_owners(graph, model, {1})
+    assert owners == {1: {"norm", "final_norm"}}
+    tags = {0: "norm", 1: "mixer", 2: "mixer"}
+    assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners) == {1: "norm"}
+    model.mixer = Scaled(3)
+    owners = weight_owners(graph, model, {1})
+    assert 1 not in hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners)
 
 
 def test_zeros_a_layer_computes_from_zeros_with_its_weights_are_no_longer_the_result_of_the_call_before():

@@ -977,7 +977,7 @@ def _after(names: list[str], producer: dict[str, int], start: int, inner: int) -
 
 
 def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skipped: set[int],
-                    made_for: dict[int, list[int]]) -> dict[int, str]:
+                    made_for: dict[int, list[int]], owners: dict[int, set[str]] | None = None) -> dict[int, str]:
     """The nodes whose module the call boundaries contradict, with the module they settle (module docstring).
 
     ``node_modules``: each node's module by position; ``skipped``: nodes these rules leave alone (constants);
@@ -991,7 +991,9 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     moved a node out of one of its layers, or took the layers' common ancestor) goes to the nearest module
     that was called. A node whose call the values leave open between one call and its caller (``unplaced``)
     ran in that call where it is written between two nodes of its region: exporters write nodes in the order
-    they ran.
+    they ran. ``owners``: for such nodes (``unplaced`` or ``between``), the modules owning a parameter (their own,
+    not a child's) equal to a weight the node reads; where one alone of the calls it may have run in (and their
+    callers) does, it ran in that call (:func:`weight_owners`).
     """
     inside: dict[int, list[str]] = defaultdict(list)
     regions_of: dict[int, list[CallRegion]] = defaultdict(list)
@@ -1056,6 +1058,17 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         elif not (is_ancestor(returning, placed) or is_ancestor(taking, placed)
                   or is_ancestor(both, placed) and (is_ancestor(placed, returning) or is_ancestor(placed, taking))):
             moved[i] = both  # a tag off every line it may have run on: their common ancestor holds them all
+    for i, owning in (owners or {}).items():
+        # a node left open between calls that reads a weight equal to a parameter of one of the modules it may
+        # have run in, and of no other: a module reads its own parameters (a layer scale of ones, a norm's weight)
+        if i not in node_modules or i in skipped or i in boundaries.loose:
+            continue
+        ran_in = _open_between(i, boundaries)
+        mine = {module for module in owning if module in ran_in}
+        if len(mine) == 1:
+            (module,) = mine
+            if not is_ancestor(module, moved.get(i, node_modules[i])):
+                moved[i] = module
     for i in skipped & set(node_modules):  # a constant a call's inputs were computed from ran before it too
         tag = node_modules[i]
         while tag and i in boundaries.ran_before.get(tag, ()):
@@ -1085,6 +1098,58 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         if running is not None:
             moved[i] = running
     return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
+
+
+def _open_between(node: int, boundaries: Boundaries) -> set[str]:
+    """The modules a node the values leave open may have run in: the calls it ran in or beside and their callers
+    (``unplaced``), or the two calls it ran between and the modules on the lines from their common ancestor down
+    to them (``between``); empty for a node placed."""
+    modules: set[str] = set()
+    for module in boundaries.undecided.get(node, ()) if node in boundaries.unplaced else ():
+        modules |= {module, module.rpartition(".")[0] if module else ""}
+    if node in boundaries.between:
+        returning, taking = boundaries.between[node]
+        both = common_ancestor([returning, taking])
+        for end in (returning, taking):
+            parts = end.split(".") if end else []
+            floor = len(both.split(".")) if both else 0
+            modules |= {".".join(parts[:depth]) for depth in range(floor, len(parts) + 1)}
+    return modules
+
+
+def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", nodes: set[int],
+                  weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None) -> dict[int, set[str]]:
+    """For each of ``nodes`` reading weights of the graph (initializers of floats), the modules owning a
+    parameter of their own (not a child's) equal to one of them element for element (the exporter may have
+    reshaped it: a scale of one number per channel; merged equal ones into one: every such owner is listed).
+    Nodes reading no such weight are left out."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    read: dict[int, list[str]] = {i: [name for name in graph.node[i].input if name in initializers]
+                                  for i in nodes if i < len(graph.node)}
+    sizes = {int(np.prod(initializers[name].dims)) for names in read.values() for name in names}
+    by_value: dict[tuple[int, bytes], set[str]] = defaultdict(set)
+    for qualname, module in model.named_modules():
+        for parameter in module.parameters(recurse=False):
+            if parameter.numel() in sizes and parameter.is_floating_point():
+                data = parameter.detach().cpu().float().contiguous().numpy()
+                by_value[(data.size, data.tobytes())].add(qualname)
+    owners: dict[int, set[str]] = {}
+    values: dict[str, set[str]] = {}
+    for i, names in read.items():
+        for name in names:
+            if name not in values:
+                try:
+                    array = np.asarray((weight or numpy_helper.to_array)(initializers[name]))
+                except Exception:  # noqa: BLE001 - a stub without its data
+                    array = np.zeros(0)
+                values[name] = by_value.get((array.size, array.astype(np.float32).tobytes()), set()) \
+                    if array.dtype.kind == "f" and array.size else set()
+            if values[name]:
+                owners.setdefault(i, set()).update(values[name])
+    return owners
 
 
 CASTS = frozenset({"Cast", "CastLike"})
@@ -1158,8 +1223,10 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     keys = GraphIndex.of(graph).keys
     positions = {key: i for i, key in enumerate(keys)}
     constant = constant_nodes(graph)
+    open_nodes = boundaries.unplaced | set(boundaries.between)
+    owners = weight_owners(graph, ctx.model, open_nodes, _weight_reader(weights)) if open_nodes else {}
     moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
-                            boundaries, constant, made_for_readers(graph, constant))
+                            boundaries, constant, made_for_readers(graph, constant), owners)
     return {keys[i]: module for i, module in moved.items()}
 
 
