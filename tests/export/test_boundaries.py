@@ -909,6 +909,33 @@ def test_a_node_between_two_calls_reading_a_parameter_of_one_of_them_alone_ran_i
     assert 1 not in hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners)
 
 
+def test_a_node_passing_on_what_a_call_returned_equal_to_what_it_took_reading_its_parameter_ran_in_it():
+    """scale multiplies what first returned by its weight of ones and returns the product, equal to what it took:
+    the Mul is scale's or its caller's, and the values cannot say which. It reads a weight equal to scale's own
+    parameter (merged with other's, also ones), and the caller owns none: scale ran it."""
+    import torch
+
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["a"]),
+        helper.make_node("Mul", ["a", "ones"], ["s"]),
+        helper.make_node("Sin", ["s"], ["r"]),
+    ], X, {"ones": np.ones(3, dtype=np.float32)})
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("a", values["a"]),)),
+              Event(True, "scale", (("a", values["a"]),)), Event(False, "scale", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.handed_on == {1: {"scale"}} and 1 not in boundaries.between
+
+    class Scaled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(3))
+
+    model = torch.nn.Module()
+    model.first, model.scale, model.other = torch.nn.Tanh(), Scaled(), Scaled()
+    owners = weight_owners(graph, model, {1})
+    assert hold_boundaries({0: "first", 1: "", 2: ""}, boundaries, constant_nodes(graph), {}, owners) == {1: "scale"}
+
+
 def test_zeros_a_layer_computes_from_zeros_with_its_weights_are_no_longer_the_result_of_the_call_before():
     """attn returns zeros (its branch scaled by a weight of zeros); dense multiplies them by its weights and adds a
     bias of zeros, so the MatMul holds zeros too, computed from attn's result. Zeros running on through nodes that

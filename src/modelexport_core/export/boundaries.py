@@ -197,6 +197,9 @@ class Boundaries:
     ran_after: dict[str, set[int]] = field(default_factory=dict)
     """For each module called once, nodes made after its call ended: a tensor a later call took, met for the
     first time and held by one node alone, was made after the last call event, here that call's end."""
+    handed_on: dict[int, set[str]] = field(default_factory=dict)
+    """Nodes passing on the value of what a call took, where the call returned a new tensor equal to it (a layer
+    scale of ones), with the modules of those calls: the node is that call's or its caller's."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -558,6 +561,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     sized_in: set[int] = set()  # sizes a call computed from a number handed to it
     calls_of = Counter(event.module for event in events if event.begins)
     ran_after: dict[str, set[int]] = defaultdict(set)
+    handed_on: dict[int, set[str]] = defaultdict(set)
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
     for event in events:
         if event.begins:
@@ -602,6 +606,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                     for node in runs_on.get(given_key, ()):  # computed from it: the returning call's, or its caller's
                         unplaced.add(node)
                         undecided[node].add(event.module)
+                        handed_on[node].add(event.module)
             continue
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         region = _bound(tuple(value for value in results_of if value[0] not in made_before), inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
@@ -710,7 +715,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {event.module for event in events},
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
-                      dict(ran_after))
+                      dict(ran_after), dict(handed_on))
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -991,7 +996,7 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     moved a node out of one of its layers, or took the layers' common ancestor) goes to the nearest module
     that was called. A node whose call the values leave open between one call and its caller (``unplaced``)
     ran in that call where it is written between two nodes of its region: exporters write nodes in the order
-    they ran. ``owners``: for such nodes (``unplaced`` or ``between``), the modules owning a parameter (their own,
+    they ran. ``owners``: for nodes left open (``handed_on`` or ``between``), the modules owning a parameter (their own,
     not a child's) equal to a weight the node reads; where one alone of the calls it may have run in (and their
     callers) does, it ran in that call (:func:`weight_owners`).
     """
@@ -1101,11 +1106,11 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
 
 
 def _open_between(node: int, boundaries: Boundaries) -> set[str]:
-    """The modules a node the values leave open may have run in: the calls it ran in or beside and their callers
-    (``unplaced``), or the two calls it ran between and the modules on the lines from their common ancestor down
-    to them (``between``); empty for a node placed."""
+    """The modules a node the values leave open may have run in: a call that returned a new tensor equal to what
+    it took, passed on by the node, and that call's caller (``handed_on``), or the two calls it ran between and
+    the modules on the lines from their common ancestor down to them (``between``); empty for other nodes."""
     modules: set[str] = set()
-    for module in boundaries.undecided.get(node, ()) if node in boundaries.unplaced else ():
+    for module in boundaries.handed_on.get(node, ()):
         modules |= {module, module.rpartition(".")[0] if module else ""}
     if node in boundaries.between:
         returning, taking = boundaries.between[node]
@@ -1223,7 +1228,7 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     keys = GraphIndex.of(graph).keys
     positions = {key: i for i, key in enumerate(keys)}
     constant = constant_nodes(graph)
-    open_nodes = boundaries.unplaced | set(boundaries.between)
+    open_nodes = set(boundaries.handed_on) | set(boundaries.between)
     owners = weight_owners(graph, ctx.model, open_nodes, _weight_reader(weights)) if open_nodes else {}
     moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
                             boundaries, constant, made_for_readers(graph, constant), owners)
