@@ -198,8 +198,9 @@ class Boundaries:
     """For each module called once, nodes made after its call ended: a tensor a later call took, met for the
     first time and held by one node alone, was made after the last call event, here that call's end."""
     handed_on: dict[int, set[str]] = field(default_factory=dict)
-    """Nodes passing on the value of what a call took, where the call returned a new tensor equal to it (a layer
-    scale of ones), with the modules of those calls: the node is that call's or its caller's."""
+    """Nodes passing on a call's result after the node that made it (a shift of zeros added), or the value of
+    what it took where it returned a new tensor equal to it (a layer scale of ones), with the modules of those
+    calls: the node is that call's or its caller's."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -627,6 +628,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             # it are unknown, so none is pushed out of the module on this call's account; its region pulls in
             unbounded.add(event.module)
         results, sources, unsure = region
+        for key, _ in results_of:  # passing its result on after the node that made it: the call's or its caller's
+            for node in runs_on.get(key, ()):
+                handed_on[node].add(event.module)
         # a tensor the call took that no call took or returned before was made after the last call event, before
         # the call began: where it holds an earlier tensor's value run on unchanged (a concatenation of one
         # tensor), the first node passing it on ran before the call
@@ -982,7 +986,7 @@ def _after(names: list[str], producer: dict[str, int], start: int, inner: int) -
 
 
 def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skipped: set[int],
-                    made_for: dict[int, list[int]], owners: dict[int, set[str]] | None = None) -> dict[int, str]:
+                    made_for: dict[int, list[int]], owners: dict[int, Owned] | None = None) -> dict[int, str]:
     """The nodes whose module the call boundaries contradict, with the module they settle (module docstring).
 
     ``node_modules``: each node's module by position; ``skipped``: nodes these rules leave alone (constants);
@@ -996,9 +1000,10 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     moved a node out of one of its layers, or took the layers' common ancestor) goes to the nearest module
     that was called. A node whose call the values leave open between one call and its caller (``unplaced``)
     ran in that call where it is written between two nodes of its region: exporters write nodes in the order
-    they ran. ``owners``: for nodes left open (``handed_on`` or ``between``), the modules owning a parameter (their own,
-    not a child's) equal to a weight the node reads; where one alone of the calls it may have run in (and their
-    callers) does, it ran in that call (:func:`weight_owners`).
+    they ran. ``owners``: for nodes left open (``handed_on`` or ``between``), the modules owning a parameter or
+    buffer (their own, not a child's) equal to a weight the node reads (:func:`weight_owners`); where one alone
+    of the calls it may have run in (and their callers) does, it ran in that call, and so did what made the
+    value it read from weights, constants and sizes alone.
     """
     inside: dict[int, list[str]] = defaultdict(list)
     regions_of: dict[int, list[CallRegion]] = defaultdict(list)
@@ -1063,17 +1068,20 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         elif not (is_ancestor(returning, placed) or is_ancestor(taking, placed)
                   or is_ancestor(both, placed) and (is_ancestor(placed, returning) or is_ancestor(placed, taking))):
             moved[i] = both  # a tag off every line it may have run on: their common ancestor holds them all
-    for i, owning in (owners or {}).items():
+    for i, owned in (owners or {}).items():
         # a node left open between calls that reads a weight equal to a parameter of one of the modules it may
-        # have run in, and of no other: a module reads its own parameters (a layer scale of ones, a norm's weight)
+        # have run in, and of no other: a module reads its own parameters (a layer scale of ones, a norm's weight,
+        # a shift computed from its statistics); what made the value it read from weights alone goes with it
         if i not in node_modules or i in skipped or i in boundaries.loose:
             continue
         ran_in = _open_between(i, boundaries)
-        mine = {module for module in owning if module in ran_in}
+        mine = {module for module in owned.modules if module in ran_in}
         if len(mine) == 1:
             (module,) = mine
-            if not is_ancestor(module, moved.get(i, node_modules[i])):
-                moved[i] = module
+            for j in (i, *owned.feeding):
+                if j in node_modules and j not in boundaries.loose \
+                        and not is_ancestor(module, moved.get(j, node_modules[j])):
+                    moved[j] = module
     for i in skipped & set(node_modules):  # a constant a call's inputs were computed from ran before it too
         tag = node_modules[i]
         while tag and i in boundaries.ran_before.get(tag, ()):
@@ -1122,38 +1130,79 @@ def _open_between(node: int, boundaries: Boundaries) -> set[str]:
     return modules
 
 
-def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", nodes: set[int],
-                  weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None) -> dict[int, set[str]]:
-    """For each of ``nodes`` reading weights of the graph (initializers of floats), the modules owning a
-    parameter of their own (not a child's) equal to one of them element for element (the exporter may have
-    reshaped it: a scale of one number per channel; merged equal ones into one: every such owner is listed).
-    Nodes reading no such weight are left out."""
-    import numpy as np
-    from onnx import numpy_helper
+@dataclass
+class Owned:
+    """What a node left open reads of weights: the modules owning a tensor of their own equal to one of them,
+    and the nodes computing from weights, constants and sizes alone that made what it read, read by nothing
+    else (a norm's shift computed from its statistics): they go where the node goes."""
 
+    modules: set[str]
+    feeding: set[int]
+
+
+def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", nodes: set[int],
+                  weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None) -> dict[int, Owned]:
+    """For each of ``nodes`` reading weights of the graph (initializers of floats, more than one), directly or
+    through values computed from weights, constants and sizes alone, the modules owning a parameter or buffer of
+    their own (not a child's) equal to one of them element for element (the exporter may have reshaped it: a
+    scale of one number per channel; merged equal ones into one: every such owner is listed). Nodes reading no
+    such weight are left out."""
+    import numpy as np
+    from onnx import TensorProto, numpy_helper
+
+    float_types = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
     initializers = {tensor.name: tensor for tensor in graph.initializer}
-    read: dict[int, list[str]] = {i: [name for name in graph.node[i].input if name in initializers]
-                                  for i in nodes if i < len(graph.node)}
-    sizes = {int(np.prod(initializers[name].dims)) for names in read.values() for name in names}
+    producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
+    data_free = constant_nodes(graph, sizes=True)
+    readers: dict[int, set[int]] = defaultdict(set)
+    for i, node in enumerate(graph.node):
+        for name in node.input:
+            if name in producer:
+                readers[producer[name]].add(i)
+
+    def feeding(i: int) -> tuple[list[str], set[int]]:
+        """The weights node ``i`` reads, directly or through data-free values, and the data-free nodes that made
+        what it reads and serve nothing else."""
+        weights: list[str] = []
+        made: set[int] = set()
+        stack = [i]
+        while stack:
+            node = graph.node[stack.pop()]
+            for name in node.input:
+                if name in initializers:
+                    weights.append(name)
+                elif name in producer and (j := producer[name]) in data_free and j not in made:
+                    made.add(j)
+                    stack.append(j)
+        serving = made
+        while True:  # a node serving others too is not made for this one alone
+            kept = {j for j in serving if readers[j] <= serving | {i}}
+            if kept == serving:
+                return weights, serving
+            serving = kept
+
+    read = {i: feeding(i) for i in nodes if i < len(graph.node)}
+    floats = {name for names, _ in read.values() for name in names
+              if initializers[name].data_type in float_types and int(np.prod(initializers[name].dims)) > 1}
+    sizes = {int(np.prod(initializers[name].dims)) for name in floats}
     by_value: dict[tuple[int, bytes], set[str]] = defaultdict(set)
     for qualname, module in model.named_modules():
-        for parameter in module.parameters(recurse=False):
-            if parameter.numel() in sizes and parameter.is_floating_point():
-                data = parameter.detach().cpu().float().contiguous().numpy()
+        for tensor in (*module.parameters(recurse=False), *module.buffers(recurse=False)):
+            if tensor.numel() in sizes and tensor.is_floating_point():
+                data = tensor.detach().cpu().float().contiguous().numpy()
                 by_value[(data.size, data.tobytes())].add(qualname)
-    owners: dict[int, set[str]] = {}
-    values: dict[str, set[str]] = {}
-    for i, names in read.items():
-        for name in names:
-            if name not in values:
-                try:
-                    array = np.asarray((weight or numpy_helper.to_array)(initializers[name]))
-                except Exception:  # noqa: BLE001 - a stub without its data
-                    array = np.zeros(0)
-                values[name] = by_value.get((array.size, array.astype(np.float32).tobytes()), set()) \
-                    if array.dtype.kind == "f" and array.size else set()
-            if values[name]:
-                owners.setdefault(i, set()).update(values[name])
+    owning: dict[str, set[str]] = {}
+    for name in floats:
+        try:
+            array = np.asarray((weight or numpy_helper.to_array)(initializers[name]), dtype=np.float32)
+        except Exception:  # noqa: BLE001 - a stub without its data
+            array = np.zeros(0, dtype=np.float32)
+        owning[name] = by_value.get((array.size, array.tobytes()), set())
+    owners: dict[int, Owned] = {}
+    for i, (names, made) in read.items():
+        modules = {module for name in names if name in owning for module in owning[name]}
+        if modules:
+            owners[i] = Owned(modules, made)
     return owners
 
 
