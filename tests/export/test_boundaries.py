@@ -900,12 +900,12 @@ def test_a_node_between_two_calls_reading_a_parameter_of_one_of_them_alone_ran_i
 
     model = torch.nn.Module()
     model.norm, model.mixer, model.final_norm = Scaled(3), Scaled(4), Scaled(3)
-    owners = weight_owners(graph, model, {1})
-    assert owners[1].modules == {"norm", "final_norm"}
+    owners = weight_owners(graph, model, {1: {"norm", "mixer", ""}})
+    assert owners[1].modules == {"norm"}
     tags = {0: "norm", 1: "mixer", 2: "mixer"}
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners) == {1: "norm"}
     model.mixer = Scaled(3)
-    owners = weight_owners(graph, model, {1})
+    owners = weight_owners(graph, model, {1: {"norm", "mixer", ""}})
     assert 1 not in hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners)
 
 
@@ -932,7 +932,7 @@ def test_a_node_passing_on_what_a_call_returned_equal_to_what_it_took_reading_it
 
     model = torch.nn.Module()
     model.first, model.scale, model.other = torch.nn.Tanh(), Scaled(), Scaled()
-    owners = weight_owners(graph, model, {1})
+    owners = weight_owners(graph, model, {1: {"first", "scale", ""}})
     assert hold_boundaries({0: "first", 1: "", 2: ""}, boundaries, constant_nodes(graph), {}, owners) == {1: "scale"}
 
 
@@ -960,8 +960,8 @@ def test_a_node_passing_a_result_on_reading_a_buffer_of_the_call_alone_ran_in_it
 
     model = torch.nn.Module()
     model.norm, model.other = Shifted(), Shifted()
-    owners = weight_owners(graph, model, {2})
-    assert owners[2].modules == {"norm", "other"} and owners[2].feeding == {1}
+    owners = weight_owners(graph, model, {2: {"norm", ""}})
+    assert owners[2].modules == {"norm"} and owners[2].feeding == {1}
     moved = hold_boundaries({0: "norm", 1: "", 2: "", 3: ""}, boundaries, constant_nodes(graph), {}, owners)
     assert moved == {1: "norm", 2: "norm"}
 

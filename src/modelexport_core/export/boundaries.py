@@ -1140,13 +1140,13 @@ class Owned:
     feeding: set[int]
 
 
-def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", nodes: set[int],
+def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates: dict[int, set[str]],
                   weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None) -> dict[int, Owned]:
-    """For each of ``nodes`` reading weights of the graph (initializers of floats, more than one), directly or
-    through values computed from weights, constants and sizes alone, the modules owning a parameter or buffer of
-    their own (not a child's) equal to one of them element for element (the exporter may have reshaped it: a
-    scale of one number per channel; merged equal ones into one: every such owner is listed). Nodes reading no
-    such weight are left out."""
+    """For each node of ``candidates`` reading weights of the graph (initializers of floats, more than one),
+    directly or through values computed from weights, constants and sizes alone, those of its candidate modules
+    owning a parameter or buffer of their own (not a child's) equal to one of them element for element (the
+    exporter may have reshaped it: a scale of one number per channel; or merged equal ones into one). Nodes
+    reading no such weight are left out."""
     import numpy as np
     from onnx import TensorProto, numpy_helper
 
@@ -1181,28 +1181,36 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", nodes: set
                 return weights, serving
             serving = kept
 
-    read = {i: feeding(i) for i in nodes if i < len(graph.node)}
-    floats = {name for names, _ in read.values() for name in names
-              if initializers[name].data_type in float_types and int(np.prod(initializers[name].dims)) > 1}
-    sizes = {int(np.prod(initializers[name].dims)) for name in floats}
-    by_value: dict[tuple[int, bytes], set[str]] = defaultdict(set)
-    for qualname, module in model.named_modules():
-        for tensor in (*module.parameters(recurse=False), *module.buffers(recurse=False)):
-            if tensor.numel() in sizes and tensor.is_floating_point():
-                data = tensor.detach().cpu().float().contiguous().numpy()
-                by_value[(data.size, data.tobytes())].add(qualname)
-    owning: dict[str, set[str]] = {}
-    for name in floats:
-        try:
-            array = np.asarray((weight or numpy_helper.to_array)(initializers[name]), dtype=np.float32)
-        except Exception:  # noqa: BLE001 - a stub without its data
-            array = np.zeros(0, dtype=np.float32)
-        owning[name] = by_value.get((array.size, array.tobytes()), set())
+    modules = dict(model.named_modules())
+    arrays: dict[str, "np.ndarray"] = {}
+
+    def array_of(name: str) -> "np.ndarray":
+        if name not in arrays:
+            try:
+                arrays[name] = np.asarray((weight or numpy_helper.to_array)(initializers[name]), dtype=np.float32)
+            except Exception:  # noqa: BLE001 - a stub without its data
+                arrays[name] = np.zeros(0, dtype=np.float32)
+        return arrays[name]
+
+    def owns(qualname: str, name: str) -> bool:
+        module = modules.get(qualname)
+        if module is None:
+            return False
+        size = int(np.prod(initializers[name].dims))
+        return any(tensor.numel() == size and tensor.is_floating_point()
+                   and np.array_equal(tensor.detach().cpu().float().numpy().reshape(-1), array_of(name).reshape(-1))
+                   for tensor in (*module.parameters(recurse=False), *module.buffers(recurse=False)))
+
     owners: dict[int, Owned] = {}
-    for i, (names, made) in read.items():
-        modules = {module for name in names if name in owning for module in owning[name]}
-        if modules:
-            owners[i] = Owned(modules, made)
+    for i, among in candidates.items():
+        if i >= len(graph.node):
+            continue
+        names, made = feeding(i)
+        weights = [name for name in dict.fromkeys(names) if initializers[name].data_type in float_types
+                   and int(np.prod(initializers[name].dims)) > 1]
+        owning = {qualname for qualname in among if any(owns(qualname, name) for name in weights)}
+        if owning:
+            owners[i] = Owned(owning, made)
     return owners
 
 
@@ -1277,8 +1285,8 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     keys = GraphIndex.of(graph).keys
     positions = {key: i for i, key in enumerate(keys)}
     constant = constant_nodes(graph)
-    open_nodes = set(boundaries.handed_on) | set(boundaries.between)
-    owners = weight_owners(graph, ctx.model, open_nodes, _weight_reader(weights)) if open_nodes else {}
+    candidates = {i: _open_between(i, boundaries) for i in set(boundaries.handed_on) | set(boundaries.between)}
+    owners = weight_owners(graph, ctx.model, candidates, _weight_reader(weights)) if candidates else {}
     moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
                             boundaries, constant, made_for_readers(graph, constant), owners)
     return {keys[i]: module for i, module in moved.items()}
