@@ -938,20 +938,23 @@ def test_a_node_passing_on_what_a_call_returned_equal_to_what_it_took_reading_it
 
 def test_a_node_passing_a_result_on_reading_a_buffer_of_the_call_alone_ran_in_it():
     """norm returns tanh(x) plus a shift of zeros computed from its statistics (a buffer of zeros less its mean
-    of zeros): the Add equals tanh(x), so the values cannot say whether norm or its caller added it. It reads a
-    value made from norm's own buffers alone (merged with other's, also zeros) and the caller owns none: norm ran
-    it, and the Sub making the shift with it."""
+    of zeros, broadcast over zeros of the input's size): the Add equals tanh(x), so the values cannot say whether
+    norm or its caller added it. It reads a value made from norm's own buffers (merged with other's, also zeros)
+    and the caller owns none: norm ran it, and the nodes making the shift from the buffers with it."""
     import torch
 
     graph, values = _run([
         helper.make_node("Tanh", ["x"], ["h"]),
         helper.make_node("Sub", ["shift", "mean"], ["d"]),
-        helper.make_node("Add", ["h", "d"], ["n"]),
+        helper.make_node("Shape", ["x"], ["size"]),
+        helper.make_node("ConstantOfShape", ["size"], ["z"], value=numpy_helper.from_array(np.zeros(1, np.float32))),
+        helper.make_node("Add", ["d", "z"], ["d2"]),
+        helper.make_node("Add", ["h", "d2"], ["n"]),
         helper.make_node("Sin", ["n"], ["r"]),
     ], X, {"shift": np.zeros(3, dtype=np.float32), "mean": np.zeros(3, dtype=np.float32)})
     events = [Event(True, "norm", (("x", X),)), Event(False, "norm", (("n", values["n"]),))]
     boundaries = call_regions(graph, values, events, [X])
-    assert boundaries.handed_on == {2: {"norm"}}
+    assert boundaries.handed_on == {5: {"norm"}}
 
     class Shifted(torch.nn.Module):
         def __init__(self) -> None:
@@ -960,10 +963,37 @@ def test_a_node_passing_a_result_on_reading_a_buffer_of_the_call_alone_ran_in_it
 
     model = torch.nn.Module()
     model.norm, model.other = Shifted(), Shifted()
-    owners = weight_owners(graph, model, {2: {"norm", ""}})
-    assert owners[2].modules == {"norm"} and owners[2].feeding == {1}
-    moved = hold_boundaries({0: "norm", 1: "", 2: "", 3: ""}, boundaries, constant_nodes(graph), {}, owners)
-    assert moved == {1: "norm", 2: "norm"}
+    owners = weight_owners(graph, model, {5: {"norm", ""}})
+    # what made the shift from the buffers goes with the Add; zeros made from sizes alone say nothing of norm
+    assert owners[5].modules == {"norm"} and owners[5].feeding == {1, 4}
+    moved = hold_boundaries({0: "norm", **{i: "" for i in range(1, 7)}}, boundaries, constant_nodes(graph), {}, owners)
+    assert moved == {1: "norm", 4: "norm", 5: "norm"}
+
+
+def test_a_node_reading_a_calls_result_made_from_its_weights_reads_the_result_not_the_weights():
+    """table returns its weight reshaped (a positional table); the caller casts it to the type it has and adds
+    it to tanh(x). The Cast passes table's result on, so table or its caller ran it; what it reads is the value
+    table handed out, not table's weight: it stays the caller's."""
+    import torch
+
+    graph, values = _run([
+        helper.make_node("Reshape", ["w", "shape"], ["p"]),
+        helper.make_node("Cast", ["p"], ["c"], to=TensorProto.FLOAT),
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Add", ["t", "c"], ["s"]),
+    ], X, {"w": np.arange(6, dtype=np.float32).reshape(1, 6) / 7, "shape": np.array([2, 3], dtype=np.int64)})
+    events = [Event(True, "table", ()), Event(False, "table", (("p", values["p"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.handed_on == {1: {"table"}}
+
+    class Table(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.arange(6, dtype=torch.float32).reshape(1, 6) / 7)
+
+    model = torch.nn.Module()
+    model.table = Table()
+    assert weight_owners(graph, model, {1: {"table", ""}}, holding=boundaries.holding) == {}
 
 
 def test_zeros_a_layer_computes_from_zeros_with_its_weights_are_no_longer_the_result_of_the_call_before():

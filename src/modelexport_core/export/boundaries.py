@@ -197,6 +197,9 @@ class Boundaries:
     ran_after: dict[str, set[int]] = field(default_factory=dict)
     """For each module called once, nodes made after its call ended: a tensor a later call took, met for the
     first time and held by one node alone, was made after the last call event, here that call's end."""
+    holding: set[int] = field(default_factory=set)
+    """The nodes holding a value some call took or returned, and those passing it on: what reads them reads a
+    call's value, not the weights it was computed from."""
     handed_on: dict[int, set[str]] = field(default_factory=dict)
     """Nodes passing on a call's result after the node that made it (a shift of zeros added), or the value of
     what it took where it returned a new tensor equal to it (a layer scale of ones), with the modules of those
@@ -719,7 +722,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {event.module for event in events},
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
-                      dict(ran_after), dict(handed_on))
+                      dict(ran_after), {*known.values(), *(i for nodes in runs_on.values() for i in nodes)},
+                      dict(handed_on))
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -1133,20 +1137,22 @@ def _open_between(node: int, boundaries: Boundaries) -> set[str]:
 @dataclass
 class Owned:
     """What a node left open reads of weights: the modules owning a tensor of their own equal to one of them,
-    and the nodes computing from weights, constants and sizes alone that made what it read, read by nothing
-    else (a norm's shift computed from its statistics): they go where the node goes."""
+    and the nodes that made what it read from those tensors (with constants and sizes), read by nothing else (a
+    norm's shift computed from its statistics): they go where the node goes."""
 
     modules: set[str]
     feeding: set[int]
 
 
 def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates: dict[int, set[str]],
-                  weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None) -> dict[int, Owned]:
+                  weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None,
+                  holding: set[int] | frozenset[int] = frozenset()) -> dict[int, Owned]:
     """For each node of ``candidates`` reading weights of the graph (initializers of floats, more than one),
     directly or through values computed from weights, constants and sizes alone, those of its candidate modules
     owning a parameter or buffer of their own (not a child's) equal to one of them element for element (the
     exporter may have reshaped it: a scale of one number per channel; or merged equal ones into one). Nodes
-    reading no such weight are left out."""
+    reading no such weight are left out. ``holding``: nodes holding calls' values (a call's result, computed
+    from its weights alone: a positional table), through which no weight is read."""
     import numpy as np
     from onnx import TensorProto, numpy_helper
 
@@ -1171,7 +1177,7 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
             for name in node.input:
                 if name in initializers:
                     weights.append(name)
-                elif name in producer and (j := producer[name]) in data_free and j not in made:
+                elif name in producer and (j := producer[name]) in data_free and j not in made and j not in holding:
                     made.add(j)
                     stack.append(j)
         serving = made
@@ -1208,9 +1214,15 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
         names, made = feeding(i)
         weights = [name for name in dict.fromkeys(names) if initializers[name].data_type in float_types
                    and int(np.prod(initializers[name].dims)) > 1]
-        owning = {qualname for qualname in among if any(owns(qualname, name) for name in weights)}
-        if owning:
-            owners[i] = Owned(owning, made)
+        owned = {name for name in weights if any(owns(qualname, name) for qualname in among)}
+        if not owned:
+            continue
+        owning = {qualname for qualname in among if any(owns(qualname, name) for name in owned)}
+        carried: set[int] = set()  # what made the value it read from an owned weight (not what sizes alone made)
+        for j in sorted(made):
+            if any(name in owned or name in producer and producer[name] in carried for name in graph.node[j].input):
+                carried.add(j)
+        owners[i] = Owned(owning, carried)
     return owners
 
 
@@ -1286,7 +1298,8 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     positions = {key: i for i, key in enumerate(keys)}
     constant = constant_nodes(graph)
     candidates = {i: _open_between(i, boundaries) for i in set(boundaries.handed_on) | set(boundaries.between)}
-    owners = weight_owners(graph, ctx.model, candidates, _weight_reader(weights)) if candidates else {}
+    owners = weight_owners(graph, ctx.model, candidates, _weight_reader(weights), boundaries.holding) \
+        if candidates else {}
     moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
                             boundaries, constant, made_for_readers(graph, constant), owners)
     return {keys[i]: module for i, module in moved.items()}
