@@ -36,6 +36,13 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   to end (:attr:`Boundaries.carried`);
 - a value met first as a call's input, cast to the type it has by a node that only the call's nodes read, was
   cast in the call: code casts a value where it computes with it (a norm computing in float32);
+- a node the values leave between two calls (above), passing a call's result on after the node that made it,
+  or passing on what a call took where it returned a new tensor equal to it (:attr:`Boundaries.handed_on`: that
+  call's or its caller's), that reads a weight equal to a parameter or buffer of one of the modules it may have
+  run in and of no other, ran in that module's call: a module reads its own tensors (a layer scale of ones, a
+  norm's weight of ones, a shift made from a norm's statistics), however many equal ones the exporter merged
+  with them. What made the value it read from those tensors goes with it; a value some call took or returned
+  is read as that call's value, not as the weights it was made from (:func:`weight_owners`);
 - a constant made for its readers (computed from no weight) written between two nodes of a call's region, read
   only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in;
 - sizes computed from a number handed to a call (written after the node handing it), read only within the call,
@@ -49,6 +56,10 @@ built by the caller), and a result of one number repeated held by the first node
 where every later one is computed from it through a value that tells something or a node reading weights that
 tell something (zeros a branch scaled by a zero weight returns, zeros a branch returns that the next layer
 multiplies by its weights; not zeros running on through zeros, as faded activations do, through biases of zeros).
+A node holds such a number within rounding where its elements, of one sign, lie within :data:`ULPS` units in the
+last place of each other (a gate of halves one runtime rounds a unit below in places). A result of one number
+repeated that is the very tensor a call made inside returned is held where that call's result is, and by no node
+known where that is not known (a stage returning its last block's zeros).
 An input of integers no node holds
 places none (integers compare exactly: the exporter folded it into its readers). A call is not bounded where
 every result tells nothing, a value is not found, or an input has faded to subnormals (no node is known to hold
@@ -613,7 +624,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         handed_on[node].add(event.module)
             continue
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
-        region = _bound(tuple(value for value in results_of if value[0] not in made_before), inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
+        bounding = tuple(value for value in results_of if value[0] not in made_before)
+        region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
                         holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
