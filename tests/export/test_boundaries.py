@@ -4,6 +4,8 @@ and the tags moved in and out."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import onnx
 import pytest
@@ -18,6 +20,9 @@ from modelexport_core.export.boundaries import (
     made_for_readers,
     weight_owners,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 pytestmark = pytest.mark.unit
 
@@ -876,6 +881,20 @@ def test_zeros_a_call_hands_on_from_a_call_it_made_are_held_where_that_calls_res
     assert not any(module == "" for module in moved.values())
 
 
+def _owning(buffers: bool = False, **tensors: np.ndarray) -> "torch.nn.Module":
+    """A module owning ``tensors`` itself: as parameters, or as buffers."""
+    import torch
+
+    module = torch.nn.Module()
+    for name, value in tensors.items():
+        tensor = torch.tensor(value, dtype=torch.float32)
+        if buffers:
+            module.register_buffer(name, tensor)
+        else:
+            module.register_parameter(name, torch.nn.Parameter(tensor))
+    return module
+
+
 def test_a_node_between_two_calls_reading_a_parameter_of_one_of_them_alone_ran_in_that_call():
     """norm returns tanh(x) times its weight of ones; mixer takes that very tensor. The product equals tanh(x), so
     the values leave the Mul between the two calls, and the strategy put it in mixer. The exporter merged norm's
@@ -893,18 +912,14 @@ def test_a_node_between_two_calls_reading_a_parameter_of_one_of_them_alone_ran_i
     boundaries = call_regions(graph, values, events, [X])
     assert 1 in boundaries.between
 
-    class Scaled(torch.nn.Module):
-        def __init__(self, size: int) -> None:
-            super().__init__()
-            self.weight = torch.nn.Parameter(torch.ones(size))
-
     model = torch.nn.Module()
-    model.norm, model.mixer, model.final_norm = Scaled(3), Scaled(4), Scaled(3)
+    model.norm, model.mixer, model.final_norm = _owning(weight=np.ones(3)), _owning(weight=np.ones(4)), \
+        _owning(weight=np.ones(3))
     owners = weight_owners(graph, model, {1: {"norm", "mixer", ""}})
     assert owners[1].modules == {"norm"}
     tags = {0: "norm", 1: "mixer", 2: "mixer"}
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners) == {1: "norm"}
-    model.mixer = Scaled(3)
+    model.mixer = _owning(weight=np.ones(3))
     owners = weight_owners(graph, model, {1: {"norm", "mixer", ""}})
     assert 1 not in hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners)
 
@@ -925,13 +940,8 @@ def test_a_node_passing_on_what_a_call_returned_equal_to_what_it_took_reading_it
     boundaries = call_regions(graph, values, events, [X])
     assert boundaries.handed_on == {1: {"first", "scale"}} and 1 not in boundaries.between
 
-    class Scaled(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.weight = torch.nn.Parameter(torch.ones(3))
-
     model = torch.nn.Module()
-    model.first, model.scale, model.other = torch.nn.Tanh(), Scaled(), Scaled()
+    model.first, model.scale, model.other = torch.nn.Tanh(), _owning(weight=np.ones(3)), _owning(weight=np.ones(3))
     owners = weight_owners(graph, model, {1: {"first", "scale", ""}})
     assert hold_boundaries({0: "first", 1: "", 2: ""}, boundaries, constant_nodes(graph), {}, owners) == {1: "scale"}
 
@@ -956,13 +966,8 @@ def test_a_node_passing_a_result_on_reading_a_buffer_of_the_call_alone_ran_in_it
     boundaries = call_regions(graph, values, events, [X])
     assert boundaries.handed_on == {5: {"norm"}}
 
-    class Shifted(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.register_buffer("shift", torch.zeros(3))
-
     model = torch.nn.Module()
-    model.norm, model.other = Shifted(), Shifted()
+    model.norm, model.other = _owning(buffers=True, shift=np.zeros(3)), _owning(buffers=True, shift=np.zeros(3))
     owners = weight_owners(graph, model, {5: {"norm", ""}})
     # what made the shift from the buffers goes with the Add; zeros made from sizes alone say nothing of norm
     assert owners[5].modules == {"norm"} and owners[5].feeding == {1, 4}
@@ -986,13 +991,8 @@ def test_a_node_reading_a_calls_result_made_from_its_weights_reads_the_result_no
     boundaries = call_regions(graph, values, events, [X])
     assert boundaries.handed_on == {1: {"table"}}
 
-    class Table(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.w = torch.nn.Parameter(torch.arange(6, dtype=torch.float32).reshape(1, 6) / 7)
-
     model = torch.nn.Module()
-    model.table = Table()
+    model.table = _owning(w=np.arange(6, dtype=np.float32).reshape(1, 6) / 7)
     assert weight_owners(graph, model, {1: {"table", ""}}, holding=boundaries.holding) == {}
 
 
