@@ -1016,10 +1016,10 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     moved a node out of one of its layers, or took the layers' common ancestor) goes to the nearest module
     that was called. A node whose call the values leave open between one call and its caller (``unplaced``)
     ran in that call where it is written between two nodes of its region: exporters write nodes in the order
-    they ran. ``owners``: for nodes left open (``handed_on`` or ``between``), the modules owning a parameter or
-    buffer (their own, not a child's) equal to a weight the node reads (:func:`weight_owners`); where one alone
-    of the calls it may have run in (and their callers) does, it ran in that call, and so did what made the
-    value it read from weights, constants and sizes alone.
+    they ran. ``owners``: for nodes left open (``handed_on`` or ``between``), those of the modules it may have run
+    in (the calls and their callers, :func:`_open_between`) owning a parameter or buffer (their own, not a
+    child's) equal to a weight the node reads (:func:`weight_owners`); where one alone does, it ran in that call,
+    and so did what made the value it read from those tensors.
     """
     inside: dict[int, list[str]] = defaultdict(list)
     regions_of: dict[int, list[CallRegion]] = defaultdict(list)
@@ -1090,10 +1090,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         # a shift computed from its statistics); what made the value it read from weights alone goes with it
         if i not in node_modules or i in skipped or i in boundaries.loose:
             continue
-        ran_in = _open_between(i, boundaries)
-        mine = {module for module in owned.modules if module in ran_in}
-        if len(mine) == 1:
-            (module,) = mine
+        if len(owned.modules) == 1:  # owners are listed among the modules it may have run in (``_open_between``)
+            (module,) = owned.modules
             for j in (i, *owned.feeding):
                 if j in node_modules and j not in boundaries.loose \
                         and not is_ancestor(module, moved.get(j, node_modules[j])):
@@ -1226,10 +1224,11 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
         names, made = feeding(i)
         weights = [name for name in dict.fromkeys(names) if initializers[name].data_type in float_types
                    and int(np.prod(initializers[name].dims)) > 1]
-        owned = {name for name in weights if any(owns(qualname, name) for qualname in among)}
-        if not owned:
+        pairs = {(qualname, name) for qualname in among for name in weights if owns(qualname, name)}
+        if not pairs:
             continue
-        owning = {qualname for qualname in among if any(owns(qualname, name) for name in owned)}
+        owned = {name for _, name in pairs}
+        owning = {qualname for qualname, _ in pairs}
         carried: set[int] = set()  # what made the value it read from an owned weight (not what sizes alone made)
         for j in sorted(made):
             if any(name in owned or name in producer and producer[name] in carried for name in graph.node[j].input):
