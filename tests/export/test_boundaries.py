@@ -946,6 +946,36 @@ def test_a_node_passing_on_what_a_call_returned_equal_to_what_it_took_reading_it
     assert hold_boundaries({0: "first", 1: "", 2: ""}, boundaries, constant_nodes(graph), {}, owners) == {1: "scale"}
 
 
+def test_a_node_computing_what_a_call_returned_equal_from_a_value_no_call_made_yet_reading_its_parameter_ran_in_it():
+    """block computes tanh(x) itself; scale, the first call to take it, multiplies it by its weight of ones and
+    returns the product, equal to what it took; norm then takes tanh(x) too and block adds the two. When scale
+    ended no node was known to hold what it took (no call had returned it): norm's call tells which does, and the
+    Mul reading it and holding scale's result is scale's or block's. It reads a weight equal to scale's own
+    parameter (and norm's, merged: both ones), block owns none and norm is no candidate: scale ran it."""
+    import torch
+
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["a"]),
+        helper.make_node("Mul", ["a", "ones"], ["s"]),
+        helper.make_node("Cos", ["a"], ["n"]),
+        helper.make_node("Add", ["s", "n"], ["r"]),
+    ], X, {"ones": np.ones(3, dtype=np.float32)})
+    events = [Event(True, "block", (("x", X),)),
+              Event(True, "block.scale", (("a", values["a"]),)), Event(False, "block.scale", (("s", values["s"]),)),
+              Event(True, "block.norm", (("a", values["a"]),)), Event(False, "block.norm", (("n", values["n"]),)),
+              Event(False, "block", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.handed_on == {1: {"block.scale"}}
+
+    model = torch.nn.Module()
+    model.block = torch.nn.Module()
+    model.block.scale, model.block.norm = _owning(weight=np.ones(3)), _owning(weight=np.ones(3))
+    owners = weight_owners(graph, model, {1: {"block.scale", "block"}})
+    moved = hold_boundaries({0: "block", 1: "block.norm", 2: "block.norm", 3: "block"}, boundaries,
+                            constant_nodes(graph), {}, owners)
+    assert moved == {1: "block.scale"}
+
+
 def test_a_node_passing_a_result_on_reading_a_buffer_of_the_call_alone_ran_in_it():
     """norm returns tanh(x) plus a shift of zeros computed from its statistics (a buffer of zeros less its mean
     of zeros, broadcast over zeros of the input's size): the Add equals tanh(x), so the values cannot say whether

@@ -577,6 +577,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     calls_of = Counter(event.module for event in events if event.begins)
     ran_after: dict[str, set[int]] = defaultdict(set)
     handed_on: dict[int, set[str]] = defaultdict(set)
+    equal_after: list[tuple[Hashable, "np.ndarray", str]] = []  # what calls took and returned new tensors equal to, with the call
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
     for event in events:
         if event.begins:
@@ -616,12 +617,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if returned and (len(handed_back) < len(returned) or not results_of):
             # a result equal to what the call took: not bounded; where it is a new tensor, which of
             unbounded.add(event.module)  # two calls a node passing it on ran in is not settled
-            for key, given_key in returned:
-                if key != given_key and given_key in known:
-                    for node in runs_on.get(given_key, ()):  # computed from it: the returning call's, or its caller's
-                        unplaced.add(node)
-                        undecided[node].add(event.module)
-                        handed_on[node].add(event.module)
+            # the nodes computing it from what the call took (passing that on, or reading it and holding its value:
+            # a scale of ones): the returning call's, or its caller's; where no node is known to hold what the call
+            # took yet, a later call may tell
+            equal_after.extend((given_key, array, event.module) for key, given_key in returned if key != given_key
+                               for taken, array in inputs if taken == given_key)
             continue
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         bounding = tuple(value for value in results_of if value[0] not in made_before)
@@ -721,6 +721,16 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         span = (min(kept, default=start), max(results))
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span))
         unplaced |= doubtful - sized_in
+    for given_key, array, module in equal_after:
+        if given_key not in known:
+            continue
+        held = (known[given_key], *runs_on.get(given_key, ()))
+        equal = set(find(array)) if informative(array) else set()
+        for node in {*held[1:], *(reader for i in held for reader in readers.get(i, ())
+                                   if any(name in equal for name in graph.node[reader].output))}:
+            unplaced.add(node)
+            undecided[node].add(module)
+            handed_on[node].add(module)
     excluded: dict[str, set[int]] = {}
     for module, nodes in calls_before:  # the nodes every call of a module ran after
         excluded[module] = nodes if module not in excluded else excluded[module] & nodes
