@@ -976,6 +976,33 @@ def test_a_node_computing_what_a_call_returned_equal_from_a_value_no_call_made_y
     assert moved == {1: "block.scale"}
 
 
+def test_a_value_a_call_takes_is_not_held_by_a_node_inside_a_call_that_ended():
+    """block computes tanh(x); gate reshapes it for itself and returns sin of that; block then reshapes tanh(x)
+    the same way and hands it to experts. Gate's Reshape holds a value equal to what experts took, but it is a node
+    inside a call that ended (not its result): experts took block's Reshape, which ran before experts began, so
+    it is block's even where experts' own values bound nothing (its input equals two values, neither computed
+    from the other)."""
+    shape = np.array([3, 2], dtype=np.int64)
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["a"]),
+        helper.make_node("Reshape", ["a", "shape"], ["g"]),
+        helper.make_node("Sin", ["g"], ["gs"]),
+        helper.make_node("Reshape", ["a", "shape"], ["r"]),
+        helper.make_node("Cos", ["r"], ["e"]),
+        helper.make_node("Add", ["gs", "e"], ["out"]),
+    ], X, {"shape": shape})
+    events = [Event(True, "block", (("x", X),)),
+              Event(True, "block.gate", (("a", values["a"]),)), Event(False, "block.gate", (("gs", values["gs"]),)),
+              Event(True, "block.experts", (("r", values["r"]),)),
+              Event(False, "block.experts", (("e", values["e"]),)),
+              Event(False, "block", (("out", values["out"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 3 in boundaries.ran_before["block.experts"]
+    moved = hold_boundaries({0: "block", 1: "block.gate", 2: "block.gate", 3: "block.experts", 4: "block.experts",
+                             5: "block"}, boundaries, constant_nodes(graph), {})
+    assert moved == {3: "block"}
+
+
 def test_a_node_passing_a_result_on_reading_a_buffer_of_the_call_alone_ran_in_it():
     """norm returns tanh(x) plus a shift of zeros computed from its statistics (a buffer of zeros less its mean
     of zeros, broadcast over zeros of the input's size): the Add equals tanh(x), so the values cannot say whether

@@ -577,6 +577,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     calls_of = Counter(event.module for event in events if event.begins)
     ran_after: dict[str, set[int]] = defaultdict(set)
     handed_on: dict[int, set[str]] = defaultdict(set)
+    ended_inside: set[int] = set()  # the nodes of the regions of calls that ended, but their results
     equal_after: list[tuple[Hashable, "np.ndarray", str]] = []  # what calls took and returned new tensors equal to, with the call
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
     for event in events:
@@ -593,7 +594,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # to where its caller began: no call of the module ran them, whatever its results tell). A value met for
         # the first time is held by the first node equal to it at the latest, unless it is the model's input (no
         # node holds it: the nodes equal to it may be the call's own, a scale of ones)
-        taken = [known[key] if key in known else min(holders)
+        # (a node inside a call that ended, other than its results, holds no tensor a later call takes: an equal
+        # one was computed again, a reshape the caller wrote of what an earlier child reshaped for itself)
+        taken = [known[key] if key in known else min([i for i in holders if i not in ended_inside] or holders)
                  for key, array in inputs
                  if key in known or informative(array) and not is_input(array)
                  and (holders := [producer[name] for name in find(array)]) and not copies(holders)]
@@ -720,6 +723,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         beside = ancestors(beside_values, start) - before - constant - nodes - doubtful if beside_values else set()
         span = (min(kept, default=start), max(results))
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span))
+        ended_inside |= kept - set(results)
         unplaced |= doubtful - sized_in
     for given_key, array, module in equal_after:
         if given_key not in known:
