@@ -380,10 +380,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         return sorted({*uniform.get(number, ()), *near})
 
     readers: dict[int, list[int]] = defaultdict(list)
+    made_from: list[list[int]] = []  # each node's producers, by node
     for i, node in enumerate(graph.node):
-        for name in node.input:
-            if name in producer:
-                readers[producer[name]].append(i)
+        made_from.append([producer[name] for name in node.input if name in producer])
+        for j in made_from[i]:
+            readers[j].append(i)
 
     def ancestors(nodes: list[int] | set[int], floor: int = -1, within: set[int] | None = None) -> set[int]:
         """``nodes`` and the nodes they are computed from, written after ``floor`` (nodes are in topological
@@ -394,8 +395,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             i = stack.pop()
             if i not in seen:
                 seen.add(i)
-                stack.extend(j for name in graph.node[i].input if name in producer and (j := producer[name]) > floor
-                             and (within is None or j in within))
+                stack.extend(j for j in made_from[i] if j > floor and j not in seen and (within is None or j in within))
         return seen
 
     def measured(node: int) -> set[int]:
