@@ -578,7 +578,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     ran_after: dict[str, set[int]] = defaultdict(set)
     handed_on: dict[int, set[str]] = defaultdict(set)
     ended_inside: set[int] = set()  # the nodes of the regions of calls that ended, but their results
-    equal_after: list[tuple[Hashable, "np.ndarray", str]] = []  # what calls took and returned new tensors equal to, with the call
+    equal_after: list[tuple[Hashable, "np.ndarray", str]] = []  # what calls took and returned equal new tensors of
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
     for event in events:
         if event.begins:
@@ -700,6 +700,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # call (a caller computing them would hand them over instead), which its callers do not unsettle
         own_sizes = {i for i in nodes & of_inputs if i not in handed and handed & ancestors([i], start)
                      and all(reader in nodes for reader in readers[i])}
+        # so did integers it computed from the elements (not the sizes) of a model input it took itself, read
+        # within it alone (positions counted from token ids): a caller computing them would hand them over instead
+        if any(is_input(array) for _, array in inputs):
+            from_elements: set[int] = set()
+            for i in sorted(nodes & of_inputs):
+                if (i not in sizing and any(name in graph_inputs for name in graph.node[i].input)) \
+                        or any(j in from_elements for j in made_from[i]):
+                    from_elements.add(i)
+            own_sizes |= {i for i in from_elements if all(reader in nodes for reader in readers[i])}
         sized_in |= own_sizes
         doubtful |= nodes & of_inputs - own_sizes
         # where they ran is not settled at all: integer arithmetic written before the call began that it read
