@@ -20,7 +20,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   call returning zeros, a branch whose last norm scales by zero, is bounded by nothing else); constant nodes
   among them too (positions a caller builds from sizes known at export, handed to a call), and what computed a
   value it took from the model's inputs alone, however early (a mask the root builds from the input's sizes
-  before the caller began). A tensor a call took
+  before the caller began). A value a call took, met for the first time, is held by the first node equal to it
+  that is not inside a call that ended (other than that call's results): a tensor made inside an earlier call
+  and not returned is no later call's input, so an equal value was computed again for it (a reshape the caller
+  wrote of what an earlier child reshaped for itself). A tensor a call took
   that no call took or returned before was made after the last call event, before the call began: where it is
   an earlier tensor's value run on unchanged (a concatenation of one tensor), the first node passing it on ran
   before the call; where one node alone holds it and the last call event was the end of a call (of a module
@@ -46,7 +49,9 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 - a constant made for its readers (computed from no weight) written between two nodes of a call's region, read
   only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in;
 - sizes computed from a number handed to a call (written after the node handing it), read only within the call,
-  ran in it: a caller computing them would have handed them over instead.
+  ran in it: a caller computing them would have handed them over instead; so did integers a call computed from
+  the elements (not the sizes) of a model input it took itself, read only within it (positions counted from
+  token ids).
 
 :func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
 
@@ -102,8 +107,9 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
   first other node, read off no value it took and passing on no number they read: they ran before the call
   began (:attr:`Boundaries.ran_before`), the caller handing the number in;
 - where a call returned a new tensor equal to what it took (a norm at its initial statistics, a block whose
-  residual branch is scaled near zero), the nodes passing that value on after the node that made it (the
-  returning call's or its caller's). The node that made it ran in the call that made it, which pulls it in as
+  residual branch is scaled near zero, a scale of ones), the nodes passing that value on after the node that
+  made it, and those reading that node and holding the value (the returning call's or its caller's); where no
+  node was known to hold what the call took when it ended, a later call taking it may tell. The node that made it ran in the call that made it, which pulls it in as
   any call its result: where an exporter fuses a norm into the layer before it, the one node is the layer's.
 
 Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are):
