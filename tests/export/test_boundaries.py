@@ -112,12 +112,12 @@ def test_a_call_returning_what_it_took_is_not_bounded():
 
 def _run(nodes: list[onnx.NodeProto], x: np.ndarray, weights: dict[str, np.ndarray] | None = None
          ) -> tuple[onnx.GraphProto, dict[str, np.ndarray]]:
-    """A graph of ``nodes`` on the input x, and the value of every node output on ``x``."""
+    """A graph of ``nodes`` on the input x (of ``x``'s element type), and the value of every node output on ``x``."""
     from onnx.reference import ReferenceEvaluator
 
     outputs = [name for node in nodes for name in node.output]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        nodes, "g", [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(x.dtype), list(x.shape))],
         [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in outputs],
         [numpy_helper.from_array(value, name) for name, value in (weights or {}).items()],
     )
@@ -1008,29 +1008,18 @@ def test_integers_a_call_computes_from_the_elements_of_a_model_input_it_took_ran
     CumSum, Mul) and returns its table's rows at those positions. The counting is integer arithmetic computed from
     the model's inputs alone, which exporters may move anywhere; but it reads the ids' elements, not their sizes,
     and only embed reads it: a caller computing it would have handed embed the positions, so embed ran it."""
-    from onnx.reference import ReferenceEvaluator
-
     ids = np.array([[5, 7, 1, 1], [3, 1, 1, 1]], dtype=np.int64)
-    nodes = [
-        helper.make_node("Equal", ["ids", "pad"], ["m"]),
+    graph, values = _run([
+        helper.make_node("Equal", ["x", "pad"], ["m"]),
         helper.make_node("Not", ["m"], ["nm"]),
         helper.make_node("Cast", ["nm"], ["mi"], to=TensorProto.INT64),
         helper.make_node("CumSum", ["mi", "axis"], ["c"]),
         helper.make_node("Mul", ["c", "mi"], ["pos"]),
         helper.make_node("Gather", ["table", "pos"], ["emb"]),
         helper.make_node("Tanh", ["emb"], ["out"]),
-    ]
-    table = np.arange(15, dtype=np.float32).reshape(5, 3) / 7 - 1
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, list(ids.shape))],
-        [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for node in nodes for name in node.output],
-        [numpy_helper.from_array(np.array(1, np.int64), "pad"), numpy_helper.from_array(np.array(1, np.int64), "axis"),
-         numpy_helper.from_array(table, "table")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    outputs = [name for node in nodes for name in node.output]
-    values = dict(zip(outputs, ReferenceEvaluator(model).run(None, {"ids": ids})))
-    events = [Event(True, "embed", (("ids", ids),)), Event(False, "embed", (("emb", values["emb"]),))]
+    ], ids, {"pad": np.array(1, np.int64), "axis": np.array(1, np.int64),
+             "table": np.arange(15, dtype=np.float32).reshape(5, 3) / 7 - 1})
+    events = [Event(True, "embed", (("x", ids),)), Event(False, "embed", (("emb", values["emb"]),))]
     boundaries = call_regions(graph, values, events, [ids])
     moved = hold_boundaries({**{i: "" for i in range(5)}, 5: "embed", 6: ""}, boundaries, constant_nodes(graph), {})
     assert moved == {i: "embed" for i in range(5)}

@@ -109,8 +109,9 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
 - where a call returned a new tensor equal to what it took (a norm at its initial statistics, a block whose
   residual branch is scaled near zero, a scale of ones), the nodes passing that value on after the node that
   made it, and those reading that node and holding the value (the returning call's or its caller's); where no
-  node was known to hold what the call took when it ended, a later call taking it may tell. The node that made it ran in the call that made it, which pulls it in as
-  any call its result: where an exporter fuses a norm into the layer before it, the one node is the layer's.
+  node was known to hold what the call took when it ended, a later call taking it may tell. The node that made
+  it ran in the call that made it, which pulls it in as any call its result: where an exporter fuses a norm into
+  the layer before it, the one node is the layer's.
 
 Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are):
 
