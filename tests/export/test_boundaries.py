@@ -1025,6 +1025,24 @@ def test_integers_a_call_computes_from_the_elements_of_a_model_input_it_took_ran
     assert moved == {i: "embed" for i in range(5)}
 
 
+def test_a_call_whose_input_equals_a_value_inside_a_call_that_ended_is_bounded():
+    """first computes tanh(x) inside and returns sin of it; the caller computes tanh(x) again and hands it to
+    second. second's input equals two values, neither computed from the other: but one is inside first's call,
+    which ended without returning it, so it is no later call's input. second took the caller's, and is bounded."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["g0"]),
+        helper.make_node("Sin", ["g0"], ["r0"]),
+        helper.make_node("Tanh", ["x"], ["g1"]),
+        helper.make_node("Cos", ["g1"], ["r1"]),
+        helper.make_node("Add", ["r0", "r1"], ["out"]),
+    ], X)
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("r0", values["r0"]),)),
+              Event(True, "second", (("g1", values["g1"]),)), Event(False, "second", (("r1", values["r1"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "second" not in boundaries.unbounded
+    assert [region.nodes for region in boundaries.regions if region.module == "second"] == [{3}]
+
+
 def test_a_node_passing_a_result_on_reading_a_buffer_of_the_call_alone_ran_in_it():
     """norm returns tanh(x) plus a shift of zeros computed from its statistics (a buffer of zeros less its mean
     of zeros, broadcast over zeros of the input's size): the Add equals tanh(x), so the values cannot say whether

@@ -23,7 +23,8 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   before the caller began). A value a call took, met for the first time, is held by the first node equal to it
   that is not inside a call that ended (other than that call's results): a tensor made inside an earlier call
   and not returned is no later call's input, so an equal value was computed again for it (a reshape the caller
-  wrote of what an earlier child reshaped for itself). A tensor a call took
+  wrote of what an earlier child reshaped for itself). The same holds where the call is bounded: of the nodes
+  equal to an input, those inside a call that ended are not where it came from. A tensor a call took
   that no call took or returned before was made after the last call event, before the call began: where it is
   an earlier tensor's value run on unchanged (a concatenation of one tensor), the first node passing it on ran
   before the call; where one node alone holds it and the last call event was the end of a call (of a module
@@ -636,7 +637,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         bounding = tuple(value for value in results_of if value[0] not in made_before)
         region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
-                        holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing)
+                        holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing,
+                        ended_inside)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -858,7 +860,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            is_input: Callable[["np.ndarray"], bool], passes_on: Callable[..., bool],
            holding_one_number: Callable[["np.ndarray"], list[int]], copies: Callable[[list[int]], bool],
            claims: tuple[dict[int, int], int],
-           descends: Callable[[int, int], bool], descends_telling_nothing: Callable[[int, int], bool]
+           descends: Callable[[int, int], bool], descends_telling_nothing: Callable[[int, int], bool],
+           inside_ended: "set[int] | frozenset[int]" = frozenset()
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -873,7 +876,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     no new result of it. Of several nodes equal to a result, the first is taken where every other is computed
     from it (a later call's value, as a block scaled near zero returns) and it is no result of a call made
     inside (a norm at its initial statistics returns a new tensor equal to its child's result); else the
-    call is not bounded.
+    call is not bounded. ``inside_ended``: the nodes inside calls that ended (not their results); an input is
+    held by none of them where another node holds it (a tensor an earlier call made and did not return is no
+    later call's input: an equal value was computed again for it).
     """
     start, inner = span
     claimed, mark = claims
@@ -933,6 +938,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
                 sources.extend(held)
                 unsure.update(held)
                 continue
+        found = [i for i in found if i not in inside_ended] or found
         before = [i for i in found if i < first] or [i for i in found if i == first]
         if not before:
             return None
