@@ -140,6 +140,75 @@ def test_a_computation_the_caller_reads_too_is_left_where_it_is():
     assert 0 not in hold_boundaries({0: "first", 1: "first", 2: ""}, boundaries, set(), {})
 
 
+def _pooled(first: str, second: str) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
+    """first computes tanh(x), picks rows of it by an argmax and reshapes them by the index's size before
+    returning them; second takes that very tensor and returns sin of it."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["h"]),
+        helper.make_node("ArgMax", ["h"], ["idx"], axis=0, keepdims=0),
+        helper.make_node("Gather", ["h", "idx"], ["g"], axis=0),
+        helper.make_node("Shape", ["idx"], ["s"]),
+        helper.make_node("Constant", [], ["m"], value=numpy_helper.from_array(np.array([-1], dtype=np.int64))),
+        helper.make_node("Concat", ["s", "m"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["g", "shape"], ["out"]),
+        helper.make_node("Sin", ["out"], ["r"]),
+    ], X)
+    events = [Event(True, first, (("x", X),)), Event(False, first, (("out", values["out"]),)),
+              Event(True, second, (("out", values["out"]),)), Event(False, second, (("r", values["r"]),))]
+    return graph, events, values
+
+
+def test_a_node_passing_a_result_on_shaped_by_sizes_of_what_the_call_made_ran_in_it():
+    """The reshape passing pool's picked rows on reads the size of pool's index, which pool made and did not
+    return: no later code reads it, so pool ran the reshape and the size arithmetic serving it, not the caller
+    between the two calls."""
+    graph, events, values = _pooled("pool", "project")
+    boundaries = call_regions(graph, values, events, [X])
+    tags = {0: "pool", 1: "pool", 2: "pool", 3: "", 4: "", 5: "", 6: "", 7: "project"}
+    moved = hold_boundaries(tags, boundaries, set(), {})
+    assert {i: moved.get(i) for i in (3, 4, 5, 6)} == {3: "pool", 4: "pool", 5: "pool", 6: "pool"}
+
+
+def test_a_node_passing_a_layers_result_on_to_the_next_layer_is_not_put_in_it_by_sizes():
+    """The same where the calls are two layers of one list: the next layer may have computed the size again (the
+    exporter merges equal computations), so nothing puts the reshape in the first layer."""
+    graph, events, values = _pooled("layers.0", "layers.1")
+    boundaries = call_regions(graph, values, events, [X])
+    tags = {0: "layers.0", 1: "layers.0", 2: "layers.0", 3: "layers.1", 4: "layers.1", 5: "layers.1",
+            6: "layers.1", 7: "layers.1"}
+    assert boundaries.shaped_within == {}
+    moved = hold_boundaries(tags, boundaries, {4}, {})
+    assert all(moved.get(i, tags[i]) != "layers.0" for i in (3, 5, 6))
+
+
+def test_a_merged_computation_a_later_call_took_is_not_left_in_that_call():
+    """probe computes tanh(x) and returns sin of it; the caller computes tanh(x) again and hands it to outer, which
+    returns cos of it: the exporter merged the two tanh into one node, so whether probe or the caller ran it is
+    not settled, but outer took its value, so outer began after it: a strategy's tag inside outer moves out."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Sin", ["t"], ["r1"]),
+                          helper.make_node("Cos", ["t"], ["r2"])], X)
+    events = [Event(True, "probe", (("x", X),)), Event(False, "probe", (("r1", values["r1"]),)),
+              Event(True, "outer", (("t", values["t"]),)), Event(False, "outer", (("r2", values["r2"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 0 in boundaries.loose
+    assert hold_boundaries({0: "outer", 1: "probe", 2: "outer"}, boundaries, set(), {}) == {0: ""}
+
+
+def test_zeros_a_call_took_that_one_node_alone_holds_were_made_before_it():
+    """The caller builds zeros of x's shape and hands them to embed with x (token types nobody gave): embed
+    began once they existed, so the node making them, and the size it read, ran before it."""
+    zeros = np.zeros_like(X)
+    graph, values = _run([
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("ConstantOfShape", ["s"], ["z"]),
+        helper.make_node("Add", ["x", "z"], ["y"]),
+        helper.make_node("Tanh", ["y"], ["r"]),
+    ], X)
+    events = [Event(True, "embed", (("x", X), ("z", zeros))), Event(False, "embed", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert {0, 1} <= boundaries.ran_before["embed"]
+
+
 def test_size_arithmetic_a_call_reads_from_before_it_began_other_than_its_inputs_is_left_where_it_is():
     """second expands a weight to the size of tanh(x), read before it began, though it took only x: an exporter
     moved the size read up (merged with an equal one), so where it ran is not settled."""

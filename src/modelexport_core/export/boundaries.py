@@ -20,16 +20,17 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   call returning zeros, a branch whose last norm scales by zero, is bounded by nothing else); constant nodes
   among them too (positions a caller builds from sizes known at export, handed to a call), and what computed a
   value it took from the model's inputs alone, however early (a mask the root builds from the input's sizes
-  before the caller began). A value a call took, met for the first time, is held by the first node equal to it
-  that is not inside a call that ended (other than that call's results): a tensor made inside an earlier call
-  and not returned is no later call's input, so an equal value was computed again for it (a reshape the caller
-  wrote of what an earlier child reshaped for itself). The same holds where the call is bounded: of the nodes
-  equal to an input, those inside a call that ended are not where it came from. A tensor a call took
-  that no call took or returned before was made after the last call event, before the call began: where it is
-  an earlier tensor's value run on unchanged (a concatenation of one tensor), the first node passing it on ran
-  before the call; where one node alone holds it and the last call event was the end of a call (of a module
-  called once), that node ran after that call (:attr:`Boundaries.ran_after`: a transpose of a result the values
-  could not place, as a norm at its initial statistics returns what it took);
+  before the caller began), and the one node holding an input of one number repeated that bounded the call
+  (zeros the caller built for token types nobody gave). A value a call took, met for the first time, is held
+  by the first node equal to it that is not inside a call that ended (other than that call's results): a
+  tensor made inside an earlier call and not returned is no later call's input, so an equal value was computed
+  again for it (a reshape the caller wrote of what an earlier child reshaped for itself). The same holds where
+  the call is bounded: of the nodes equal to an input, those inside a call that ended are not where it came
+  from. A tensor a call took that no call took or returned before was made after the last call event, before
+  the call began: where it is an earlier tensor's value run on unchanged (a concatenation of one tensor), the
+  first node passing it on ran before the call; where one node alone holds it and the last call event was the
+  end of a call (of a module called once), that node ran after that call (:attr:`Boundaries.ran_after`: a
+  transpose of a result the values could not place, as a norm at its initial statistics returns what it took);
 - a call that took the very tensor an earlier call returned: the nodes passing it on toward the later call's
   results ran after the first call returned it and before the second's results, so in one of the two calls or in
   a caller between them (:attr:`Boundaries.between`); a tag off every such line goes to the two calls' common
@@ -38,6 +39,12 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   call where the two are elements of one list of layers: nothing says the first layer rather than the next one
   ran it (a cast at the start of the next layer's norm), and a tag in a sibling layer is the defect tags exist
   to end (:attr:`Boundaries.carried`);
+- of the nodes passing a call's result on after the node that made it, those shaped by sizes of a value the
+  call made (not from its results alone: a gather index it computed), up to the last such one, with the integer
+  arithmetic serving them alone, ran in the call (:attr:`Boundaries.shaped_within`): what a call made and did
+  not return no later code reads (a text model reshaping the rows it picked by its end tokens). Not where the
+  call lies in an element of a list of layers: the next element may have computed the size again, merged by the
+  exporter into the first one's node, and a tag in a sibling layer is the defect tags exist to end;
 - a value met first as a call's input, cast to the type it has by a node that only the call's nodes read, was
   cast in the call: code casts a value where it computes with it (a norm computing in float32);
 - a node the values leave between two calls (above), passing a call's result on after the node that made it,
@@ -114,7 +121,8 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
   it ran in the call that made it, which pulls it in as any call its result: where an exporter fuses a norm into
   the layer before it, the one node is the layer's.
 
-Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are):
+Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are, but out
+of a module every call of which took a value they computed, :attr:`Boundaries.ran_before`):
 
 - nodes of a region whose value is also read outside it other than through the call's results (the
   exporter merged an equal computation of the caller's or of a later call into one node);
@@ -131,7 +139,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
 from modelexport_core.format.graph import SHAPE_OPS
-from modelexport_core.format.tags import common_ancestor, in_sibling_elements, is_ancestor
+from modelexport_core.format.tags import common_ancestor, in_list_element, in_sibling_elements, is_ancestor
 from modelexport_core.format.value_index import TINY, ValueIndex, faded, informative, same_values
 
 if TYPE_CHECKING:
@@ -192,7 +200,8 @@ class Boundaries:
     regions: list[CallRegion]
     unbounded: set[str]
     loose: set[int] = field(default_factory=set)
-    """Nodes whose call the values do not settle at all: left as the strategy tagged them."""
+    """Nodes whose call the values do not settle at all: left as the strategy tagged them, but out of a module
+    every call of which ran after them (``ran_before``)."""
     unplaced: set[int] = field(default_factory=set)
     """Nodes that ran in a call or in its caller: pulled into none of those calls (still moved out of a module
     none of whose calls holds them)."""
@@ -223,6 +232,11 @@ class Boundaries:
     """Nodes passing on a call's result after the node that made it (a shift of zeros added), or the value of
     what it took where it returned a new tensor equal to it (a layer scale of ones), with the modules of those
     calls: the node is that call's or its caller's."""
+    shaped_within: dict[int, str] = field(default_factory=dict)
+    """Nodes passing a call's result on after the node that made it, shaped by sizes of a value the call made (not
+    from its results alone), and the integer arithmetic serving them alone, with the call's module: they ran in it
+    (what a call made and did not return no later code reads). Calls in an element of a list of layers are left
+    out (the next element may have computed the size again, merged with the first one's node)."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -583,6 +597,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     timed: set[int] = set()
     sized_in: set[int] = set()  # sizes a call computed from a number handed to it
     calls_of = Counter(event.module for event in events if event.begins)
+    looked_at: set[Hashable] = set()  # results whose nodes passing them on were looked at (by the call making them)
+    shaped_within: dict[int, str] = {}  # nodes passing a call's result on, shaped from what it made: they ran in it
     ran_after: dict[str, set[int]] = defaultdict(set)
     handed_on: dict[int, set[str]] = defaultdict(set)
     ended_inside: set[int] = set()  # the nodes of the regions of calls that ended, but their results
@@ -655,6 +671,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             # it are unknown, so none is pushed out of the module on this call's account; its region pulls in
             unbounded.add(event.module)
         results, sources, unsure = region
+        # an input of one number repeated that one node alone holds bounded the call from below (a mask that masks
+        # nothing, zeros the caller built): the call began once it existed, so it and what computed it ran before
+        alone = [holders[0] for _, array in inputs if not informative(array)
+                 and len(holders := holding_one_number(array)) == 1 and holders[0] in sources
+                 and holders[0] not in unsure]
+        if alone:
+            ran_before |= ancestors(alone, begun[-1][0] if begun else -1)
+            ran_before |= ancestors([i for i in alone if i in of_inputs], within=of_inputs)
         for key, _ in results_of:  # passing its result on after the node that made it: the call's or its caller's
             for node in runs_on.get(key, ()):
                 handed_on[node].add(event.module)
@@ -674,6 +698,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         for key, _ in inputs:
             if key not in fresh and key in returned_by and runs_on.get(key):
                 for node in set(runs_on[key]) & reach:
+                    if node in shaped_within:
+                        continue
                     between.setdefault(node, (returned_by[key], event.module))
                     if graph.node[node].op_type in COPYING_OPS and carries(node, key):
                         carried.add(node)  # a copy of the value: a cast to the type it has, a view
@@ -741,6 +767,22 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         beside = ancestors(beside_values, start) - before - constant - nodes - doubtful if beside_values else set()
         span = (min(kept, default=start), max(results))
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span))
+        # the nodes passing its result on, shaped by sizes of a value it made (not from its results alone), ran in
+        # it: what a call made and did not return no later code reads. Not in an element of a list of layers: the
+        # next element may have computed the size again, and the exporter merged that with the first one's node
+        passed_on = [(key, runs_on[key]) for key, _ in results_of if runs_on.get(key) and key not in looked_at
+                     and returned_by.get(key) == event.module]
+        if passed_on and not in_list_element(event.module):
+            from_results = set(results)  # what it computed from its results alone (their sizes) a caller may too
+            for i in sorted(nodes):
+                if (producers := [j for j in made_from[i] if j not in constant]) \
+                        and all(j in from_results for j in producers) \
+                        and not any(name in graph_inputs for name in graph.node[i].input):
+                    from_results.add(i)
+            for key, chain in passed_on:
+                looked_at.add(key)
+                for node in _shaped_by(chain, nodes - from_results, nodes, made_from, readers, integer):
+                    shaped_within[node] = event.module
         ended_inside |= kept - set(results)
         unplaced |= doubtful - sized_in
     for given_key, array, module in equal_after:
@@ -767,7 +809,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), {*known.values(), *(i for nodes in runs_on.values() for i in nodes)},
-                      dict(handed_on))
+                      dict(handed_on), shaped_within)
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -853,6 +895,37 @@ def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[in
                 kept.discard(i)
                 changed = True
     return kept
+
+
+def _shaped_by(passing: list[int], made: set[int], region: set[int], made_from: list[list[int]],
+               readers: dict[int, list[int]], integer: set[int]) -> set[int]:
+    """Of ``passing`` (the nodes passing a call's result on, in order), those up to the last one that reads sizes
+    computed, through integer arithmetic outside the call's ``region``, from a value the call ``made`` (a gather
+    index it computed), with that arithmetic where it serves them alone: they ran in the call."""
+    last, feeds = -1, set()
+    for place, node in enumerate(passing):
+        feed: set[int] = set()
+        witness = False
+        stack = [j for j in made_from[node] if j in integer and j not in passing]
+        while stack:
+            j = stack.pop()
+            if j in region:
+                witness = witness or j in made
+            elif j not in feed:
+                feed.add(j)
+                stack.extend(k for k in made_from[j] if k in integer)
+        if witness:
+            last = place
+        feeds |= feed
+    if last < 0:
+        return set()
+    chain = set(passing[:last + 1])
+    serving = feeds
+    while True:  # a node serving others too is not made for these alone
+        kept = {j for j in serving if all(r in serving or r in chain for r in readers.get(j, ()))}
+        if kept == serving:
+            return chain | kept
+        serving = kept
 
 
 def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
@@ -1073,7 +1146,14 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                 spans[i].append(region)
     moved: dict[int, str] = {}
     for i, module in node_modules.items():
-        if i in skipped or i in boundaries.loose:
+        if i in skipped:
+            continue
+        if i in boundaries.loose:  # where it ran is not settled, but not in a module every call of which it ran
+            tag = module  # before: what computed a value a call took ran before it, merged with an equal one or not
+            while tag and i in boundaries.ran_before.get(tag, ()):
+                tag = tag.rpartition(".")[0]
+            if tag != module:
+                moved[i] = tag
             continue
         containing = inside.get(i, [])
         if i in boundaries.unplaced:  # only the calls enclosing those it ran in or beside pull it in
@@ -1120,6 +1200,9 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         elif not (is_ancestor(returning, placed) or is_ancestor(taking, placed)
                   or is_ancestor(both, placed) and (is_ancestor(placed, returning) or is_ancestor(placed, taking))):
             moved[i] = both  # a tag off every line it may have run on: their common ancestor holds them all
+    for i, module in boundaries.shaped_within.items():
+        if i in node_modules and i not in skipped and moved.get(i, node_modules[i]) != module:
+            moved[i] = module
     for i, owned in (owners or {}).items():
         # a node left open between calls that reads a weight equal to a parameter of one of the modules it may
         # have run in, and of no other: a module reads its own parameters (a layer scale of ones, a norm's weight,

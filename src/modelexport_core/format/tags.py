@@ -61,6 +61,12 @@ def in_sibling_elements(first: str, second: str) -> bool:
     return False
 
 
+def in_list_element(qualname: str) -> bool:
+    """Whether a module lies in an element of a list of layers (an atom of its name is an index): a module in
+    another element of that list lies in a sibling element (:func:`in_sibling_elements`)."""
+    return any(atom.isdigit() for atom in qualname.split("."))
+
+
 def common_ancestor(qualnames: Iterable[str]) -> str:
     """The deepest module that is an ancestor of (or equal to) every given module."""
     names = list(qualnames)
