@@ -94,6 +94,44 @@ def test_a_constant_written_beside_its_reader_or_by_dynamo_goes_with_its_reader(
     assert modules["c"] == "layers.0" and how["c"] == "consumer"
 
 
+def _earlier_call_constant_tags(earlier: str, later: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A constant read only by a node of ``later``'s call, written before a node of ``earlier``'s call, which ran
+    first (the TorchScript exporter made it for an operation of ``earlier``'s, since folded, and pooled
+    ``later``'s equal constant into it)."""
+    two = helper.make_tensor("v", TensorProto.FLOAT, [], [2.0])
+    nodes = [helper.make_node("Constant", [], ["c"], name="c", value=two),
+             helper.make_node("Relu", ["x"], ["e"], name="e"),
+             helper.make_node("Relu", ["e"], ["a0"], name="a0"),
+             helper.make_node("Mul", ["a0", "c"], ["m"], name="m"),
+             helper.make_node("Relu", ["m"], ["a1"], name="a1")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info(
+        "a1", TensorProto.FLOAT, [4, 4])]))
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "relu", (earlier,), (0,), ()),
+               OpRecord(2, "relu", (later,), (1,), ()), OpRecord(3, "mul", (later,), (2,), ()),
+               OpRecord(4, "relu", (later,), (3,), ())]
+    trace = Trace(records=records, execution_trace=["", earlier, later], param_owners={}, param_values={})
+    position = {node.name: i for i, node in enumerate(model.graph.node)}
+    projection = Projection(matched={position["e"]: 1, position["a0"]: 2, position["a1"]: 4})
+    values = {name: np.ones((4, 4), np.float32) for name in ("x", "e", "a0", "m", "a1")}
+    values.update(c=np.array(2.0, np.float32))
+    modules, _, how = tag_nodes(model, projection, trace, values, exporter="torchscript")
+    return modules, how
+
+
+def test_a_constant_written_before_a_node_of_an_earlier_call_was_made_there() -> None:
+    modules, how = _earlier_call_constant_tags("embeddings", "encoder.layers.0.attention")
+    assert modules["c"] == "embeddings" and how["c"] == "written before"
+    assert modules["m"] == "encoder.layers.0.attention"
+
+
+def test_a_constant_written_before_a_node_of_the_previous_layer_stays_with_its_reader() -> None:
+    """The same between two layers of one list: the next layer's own constant may have been pooled into one the
+    first layer made, and a tag in a sibling layer is the defect tags exist to end."""
+    modules, how = _earlier_call_constant_tags("layers.0", "layers.1")
+    assert modules["c"] == "layers.1" and how["c"] == "consumer"
+
+
 def _handed_over_tags(mask_before_call: bool) -> tuple[dict[str, str], dict[str, str]]:
     """The root computes a mask (``mask``) and hands it to ``layers.0``, whose first call the exporter split in two
     (``piece``, then ``a0``); ``mask_before_call``: written before ``a0``, as it ran, else amid the layer's nodes."""

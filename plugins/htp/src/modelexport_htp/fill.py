@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
-from modelexport_core.sdk import GraphIndex, common_ancestor, fill_missing_modules, is_ancestor, same_values
+from modelexport_core.sdk import (
+    GraphIndex,
+    common_ancestor,
+    fill_missing_modules,
+    in_sibling_elements,
+    is_ancestor,
+    same_values,
+)
 
 from .project import SHAPE_OP, SMALL_SIZE, Projection
 from .trace import Trace
@@ -408,8 +415,11 @@ def _made_for_earlier_calls(
     and pools equal constants into the first one made. Where a matched node reading something else lies
     between the constant and every reader, the constant was made for an operation there (one later removed or
     folded), and the readers' own equal constants were merged into it: it is written, and recorded, where it
-    was first made. Only an enclosing module is taken (the readers ran inside its call): a node matched to an
-    earlier sibling (a merged shape read kept in the first block) says nothing of where the constant was made.
+    was first made. That holds where the node lies in a module enclosing every reader (the readers ran inside its
+    call), and where it lies in a module enclosing none of them: a call that ran before theirs (an earlier
+    sibling, the embedding before an encoder), or within their caller. Not where the node and a reader lie in two
+    elements of one list of layers: the next layer's own constant may have been pooled into the one the first
+    layer made, and a tag in a sibling layer is the defect tags exist to end.
     ``matched``: the matched nodes' indices, in order; ``how``: how each node was tagged so far.
     """
     found: dict[int, str] = {}
@@ -424,6 +434,9 @@ def _made_for_earlier_calls(
         inside = [modules.get(reader) for reader in readers]
         if after < min(readers) and all(m is not None and is_ancestor(modules[after], m) for m in inside) \
                 and any(m != modules[after] for m in inside):
+            found[node_index] = modules[after]
+        elif after < min(readers) and all(m is not None and not is_ancestor(modules[after], m)
+                                          and not in_sibling_elements(modules[after], m) for m in inside):
             found[node_index] = modules[after]
     return found
 
