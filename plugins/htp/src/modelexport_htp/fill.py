@@ -417,9 +417,9 @@ def _made_for_earlier_calls(
     folded), and the readers' own equal constants were merged into it: it is written, and recorded, where it
     was first made. That holds where the node lies in a module enclosing every reader (the readers ran inside its
     call), and where it lies in a module enclosing none of them: a call that ran before theirs (an earlier
-    sibling), or within their caller. Not where the node and a reader lie in two
-    elements of one list of layers: the next layer's own constant may have been pooled into the one the first
-    layer made, and a tag in a sibling layer is the defect tags exist to end.
+    sibling), or within their caller. Not where the node and a reader lie in two elements of one list of
+    layers: the next layer's own constant may have been pooled into the one the first layer made, and a tag in
+    a sibling layer is the defect tags exist to end.
     ``matched``: the matched nodes' indices, in order; ``how``: how each node was tagged so far.
     """
     found: dict[int, str] = {}
