@@ -408,8 +408,8 @@ def _made_for_earlier_calls(
     graph: "onnx.GraphProto", matched: list[int], modules: dict[int, str], consumers: list[list[int]],
     how: list[str | None],
 ) -> dict[int, str]:
-    """Nodes reading nothing (constants), tagged by their readers, written before a matched node of an enclosing
-    module, every reader after that node and inside that module: the enclosing module.
+    """Nodes reading nothing (constants), tagged by their readers, written before a matched node, every reader
+    after that node: the node's module, where it encloses every reader or none (below).
 
     The TorchScript exporter writes a constant where the operation needing it was converted, just before it,
     and pools equal constants into the first one made. Where a matched node reading something else lies
