@@ -136,7 +136,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Mapping
 
 from modelexport_core.format.graph import SHAPE_OPS
 from modelexport_core.format.tags import common_ancestor, in_list_element, in_sibling_elements, is_ancestor
@@ -420,6 +420,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 stack.extend(j for j in made_from[i] if j > floor and j not in seen and (within is None or j in within))
         return seen
 
+    def computed_before(taken: list[int], floor: int) -> set[int]:
+        """What computed the values held by ``taken`` (nodes holding what a call took), back to ``floor`` (where
+        the call's caller began), and what computed those of them made from the model's inputs alone, however
+        early: the call began once they existed."""
+        return ancestors(taken, floor) | ancestors([i for i in taken if i in of_inputs], within=of_inputs)
+
     def measured(node: int) -> set[int]:
         """The nodes computing something other than integers whose values (their sizes) an integer node reads."""
         arithmetic = ancestors([node], within=integer)
@@ -624,9 +630,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                  for key, array in inputs
                  if key in known or informative(array) and not is_input(array)
                  and (holders := [producer[name] for name in find(array)]) and not copies(holders)]
-        ran_before = ancestors(taken, begun[-1][0] if begun else -1) if taken else set()
-        # so did what computed a value it took from the model's inputs alone (a mask, positions), however early
-        ran_before |= ancestors([i for i in taken if i in of_inputs], within=of_inputs)
+        # (so did what computed a value it took from the model's inputs alone, a mask or positions, however early)
+        ran_before = computed_before(taken, begun[-1][0] if begun else -1)
         calls_before.append((event.module, ran_before))
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
                     if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)
@@ -676,9 +681,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         alone = [holders[0] for _, array in inputs if not informative(array)
                  and len(holders := holding_one_number(array)) == 1 and holders[0] in sources
                  and holders[0] not in unsure]
-        if alone:
-            ran_before |= ancestors(alone, begun[-1][0] if begun else -1)
-            ran_before |= ancestors([i for i in alone if i in of_inputs], within=of_inputs)
+        ran_before |= computed_before(alone, begun[-1][0] if begun else -1)
         for key, _ in results_of:  # passing its result on after the node that made it: the call's or its caller's
             for node in runs_on.get(key, ()):
                 handed_on[node].add(event.module)
@@ -920,12 +923,7 @@ def _shaped_by(passing: list[int], made: set[int], region: set[int], made_from: 
     if last < 0:
         return set()
     chain = set(passing[:last + 1])
-    serving = feeds
-    while True:  # a node serving others too is not made for these alone
-        kept = {j for j in serving if all(r in serving or r in chain for r in readers.get(j, ()))}
-        if kept == serving:
-            return chain | kept
-        serving = kept
+    return chain | _serving_only(feeds, readers, chain)
 
 
 def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
@@ -1149,10 +1147,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         if i in skipped:
             continue
         if i in boundaries.loose:  # where it ran is not settled, but not in a module every call of which it ran
-            tag = module  # before: what computed a value a call took ran before it, merged with an equal one or not
-            while tag and i in boundaries.ran_before.get(tag, ()):
-                tag = tag.rpartition(".")[0]
-            if tag != module:
+            tag = _out_of_ran_before(i, module, boundaries)  # before: what computed a value a call took ran before
+            if tag != module:  # it, merged with an equal one or not
                 moved[i] = tag
             continue
         containing = inside.get(i, [])
@@ -1216,9 +1212,7 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                         and not is_ancestor(module, moved.get(j, node_modules[j])):
                     moved[j] = module
     for i in skipped & set(node_modules):  # a constant a call's inputs were computed from ran before it too
-        tag = node_modules[i]
-        while tag and i in boundaries.ran_before.get(tag, ()):
-            tag = tag.rpartition(".")[0]
+        tag = _out_of_ran_before(i, node_modules[i], boundaries)
         if tag != node_modules[i]:
             moved[i] = tag
     if boundaries.called:  # a module never called (a container: a list of layers) runs no node: its caller did
@@ -1232,8 +1226,7 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         if i not in node_modules or not readers:
             continue
         tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
-        while tag and i in boundaries.ran_before.get(tag, ()):  # not into a call it ran before
-            tag = tag.rpartition(".")[0]
+        tag = _out_of_ran_before(i, tag, boundaries)  # not into a call it ran before
         if tag != node_modules[i] and any(reader in moved for reader in readers):
             moved[i] = tag
     for i, readers in made_for.items():
@@ -1244,6 +1237,24 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         if running is not None:
             moved[i] = running
     return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
+
+
+def _out_of_ran_before(node: int, tag: str, boundaries: Boundaries) -> str:
+    """``tag``, or the nearest module above it whose calls ``node`` did not all run before."""
+    while tag and node in boundaries.ran_before.get(tag, ()):
+        tag = tag.rpartition(".")[0]
+    return tag
+
+
+def _serving_only(nodes: set[int], readers: Mapping[int, Iterable[int]], served: set[int]) -> set[int]:
+    """The most of ``nodes`` whose every reader is ``served`` or one of them: what was made for those alone (a
+    node serving others too was not)."""
+    serving = set(nodes)
+    while True:
+        kept = {j for j in serving if all(r in serving or r in served for r in readers.get(j, ()))}
+        if kept == serving:
+            return kept
+        serving = kept
 
 
 def _open_between(node: int, boundaries: Boundaries) -> set[str]:
@@ -1309,12 +1320,7 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
                 elif name in producer and (j := producer[name]) in data_free and j not in made and j not in holding:
                     made.add(j)
                     stack.append(j)
-        serving = made
-        while True:  # a node serving others too is not made for this one alone
-            kept = {j for j in serving if readers[j] <= serving | {i}}
-            if kept == serving:
-                return weights, serving
-            serving = kept
+        return weights, _serving_only(made, readers, {i})
 
     modules = dict(model.named_modules())
     arrays: dict[str, "np.ndarray"] = {}

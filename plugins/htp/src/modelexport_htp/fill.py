@@ -432,12 +432,13 @@ def _made_for_earlier_calls(
         after = matched[at]
         readers = consumers[node_index]
         inside = [modules.get(reader) for reader in readers]
-        if after < min(readers) and all(m is not None and is_ancestor(modules[after], m) for m in inside) \
-                and any(m != modules[after] for m in inside):
-            found[node_index] = modules[after]
-        elif after < min(readers) and all(m is not None and not is_ancestor(modules[after], m)
-                                          and not in_sibling_elements(modules[after], m) for m in inside):
-            found[node_index] = modules[after]
+        if after >= min(readers) or any(m is None for m in inside):
+            continue
+        there = modules[after]
+        enclosed = [is_ancestor(there, m) for m in inside]  # (m is not None: checked above)
+        if all(enclosed) and any(m != there for m in inside) \
+                or not any(enclosed) and not any(in_sibling_elements(there, m) for m in inside):
+            found[node_index] = there
     return found
 
 
