@@ -631,17 +631,49 @@ def test_a_node_passing_on_a_size_the_call_took_may_be_its_own():
 def test_a_call_also_returning_a_value_that_tells_nothing_is_bounded_by_its_other_results():
     graph, values, x = _graph()
     events = _events(values, x)
-    # second also returns a size (a scalar integer): no node is told by it, the tensor still bounds the call
-    events[4] = Event(False, "second", (("second result", values["b"]), ("size", np.array(3))))
+    # second also returns a mask of ones: no node is told by it, the tensor still bounds the call
+    events[4] = Event(False, "second", (("second result", values["b"]), ("mask", np.ones(3, dtype=np.float32))))
     boundaries = call_regions(graph, values, events, [x])
     regions = {region.module: region for region in boundaries.regions}
     assert regions["second"].nodes == {2}
-    # the nodes computing the size are not known: none is pushed out of the module on this call's account
+    # the nodes computing the mask are not known: none is pushed out of the module on this call's account
     assert "second" in boundaries.unbounded
     constant = constant_nodes(graph)
     tags = {0: "", 1: "", 2: "first", 3: "second", 4: "second"}
     moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
     assert moved == {0: "first", 2: "second"}  # Tanh pulled in; the Mul and its constant stay where they were
+
+
+def _reshaped_by_a_returned_size() -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
+    """layer computes t = tanh(x), returns sin(t) and the number of t's rows; the caller reshapes the result to
+    that many columns (the number unsqueezed and joined after -1 into a shape)."""
+    def ints(name: str, value: list[int] | int) -> onnx.NodeProto:
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
+
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]), ints("first", 0),
+        helper.make_node("Gather", ["s", "first"], ["n"]), helper.make_node("Sin", ["t"], ["r"]), ints("axes", [0]),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["nu"]), ints("rest", [-1]),
+        helper.make_node("Concat", ["rest", "nu"], ["shape"], axis=0), helper.make_node("Reshape", ["r", "shape"], ["out"]),
+    ], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "layer", (("x", X),)),
+              Event(False, "layer", (("r", values["r"]), ("rows", np.array(X.shape[0])))),
+              Event(False, "", (("out", values["out"]),))]
+    return graph, events, values
+
+
+def test_a_call_returning_a_size_still_bounds_every_node_but_integer_arithmetic():
+    """Only integer arithmetic can have computed the number of rows layer returned: its tensor result still bounds
+    it for every other node, so the caller's reshape moves out of it, and with it the arithmetic turning the
+    number into the reshape's shape (written where the shape is used). The size read off t stays: layer may have
+    computed it to return it."""
+    graph, events, values = _reshaped_by_a_returned_size()
+    boundaries = call_regions(graph, values, events, [X])
+    assert "layer" in boundaries.sized and "layer" not in boundaries.unbounded
+    constant = constant_nodes(graph)
+    moved = hold_boundaries({i: "layer" for i in range(len(graph.node))}, boundaries, constant,
+                            made_for_readers(graph, constant))
+    assert moved == {9: "", 6: "", 8: "", 5: "", 7: ""}
 
 
 def test_a_table_of_zeros_shaped_to_the_input_added_to_a_result_passes_it_on_and_may_be_the_calls():

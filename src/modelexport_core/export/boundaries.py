@@ -238,6 +238,15 @@ class Boundaries:
     (what a call made and did not return no later code reads). Calls in an element of a list of layers are left
     out (the next element may have computed the size again, merged with the first one's node)."""
 
+    sized: set[str] = field(default_factory=set)
+    """Modules some call of which returned a size that tells nothing (one integer): their regions bound the nodes
+    computing anything but integers (``counting``), which may have computed that size."""
+    counting: set[int] = field(default_factory=set)
+    """The nodes computing integers (sizes, indices, flags)."""
+    built_for: dict[int, list[int]] = field(default_factory=dict)
+    """Integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor),
+    reading no value's sizes itself, with that node: the exporter writes it where the operand is used."""
+
     @property
     def bounding(self) -> dict[str, set[int]]:
         """Each module whose every call was bounded: the nodes its calls may hold (regions and unsure nodes)."""
@@ -344,6 +353,16 @@ def made_for_readers(graph: "onnx.GraphProto", constant: set[int]) -> dict[int, 
         for reader in {reader for name in graph.node[i].output for reader in readers[name]}:
             served[i] |= served.get(reader, set()) if reader in constant else {reader}
     return {i: sorted(served[i]) for i in constant if not any(name in weights for name in graph.node[i].input)}
+
+
+def _served(nodes: set[int], readers: Mapping[int, Iterable[int]]) -> dict[int, set[int]]:
+    """For each of ``nodes``, the nodes outside them that read it, directly or through others of them."""
+    served: dict[int, set[int]] = {}
+    for i in sorted(nodes, reverse=True):  # a node's readers come after it
+        served[i] = set()
+        for reader in readers.get(i, ()):
+            served[i] |= served.get(reader, set()) if reader in nodes else {reader}
+    return served
 
 
 def constant_nodes(graph: "onnx.GraphProto", sizes: bool = False) -> set[int]:
@@ -592,6 +611,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     claimed: dict[int, int] = {}  # the nodes holding calls' results, each with the number claimed before it
     regions: list[CallRegion] = []
     unbounded: set[str] = set()
+    sized: set[str] = set()  # modules some call of which returned a size that tells nothing
     loose: set[int] = set()
     unplaced: set[int] = set()
     undecided: dict[int, set[str]] = defaultdict(set)
@@ -667,14 +687,19 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 holders[0] for key, array in inputs if key in fresh and informative(array) and not is_input(array)
                 and len(holders := [producer[name] for name in find(array)]) == 1
                 and holders[0] not in holding and holders[0] not in data_free)
-        untold = any(key not in known and not informative(array) for key, array in results_of)
+        untold = [array for key, array in results_of if key not in known and not informative(array)]
         if region is None:
             unbounded.add(event.module)
             continue
         if untold:
             # a result that tells nothing (a size it returned, a mask of ones) places no node: the nodes computing
-            # it are unknown, so none is pushed out of the module on this call's account; its region pulls in
-            unbounded.add(event.module)
+            # it are unknown, so none is pushed out of the module on this call's account; its region pulls in.
+            # Where every such result is one integer (a size), only integer arithmetic can have computed it: the
+            # call's tensor results still bound the nodes computing anything else
+            if all(array.size == 1 and array.dtype.kind in "iu" for array in untold):
+                sized.add(event.module)
+            else:
+                unbounded.add(event.module)
         results, sources, unsure = region
         # an input of one number repeated that one node alone holds bounded the call from below (a mask that masks
         # nothing, zeros the caller built): the call began once it existed, so it and what computed it ran before
@@ -801,18 +826,19 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     excluded: dict[str, set[int]] = {}
     for module, nodes in calls_before:  # the nodes every call of a module ran after
         excluded[module] = nodes if module not in excluded else excluded[module] & nodes
-    served: dict[int, set[int]] = {}
-    for i in sorted(of_inputs, reverse=True):  # a size's readers come after it
-        served[i] = set()
-        for reader in readers.get(i, ()):
-            served[i] |= served.get(reader, set()) if reader in of_inputs else {reader}
+    served = _served(of_inputs, readers)
+    # integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor: each
+    # number unsqueezed, then concatenated), reading no value's sizes itself: written where that operand is used
+    listing = {i for i in integer - sizing - constant if not any(j in sizing for j in made_from[i])}
+    built_for = {i: sorted(nodes) for i, nodes in _served(listing, readers).items()
+                 if len(nodes) == 1 and not nodes & integer}
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events},
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), {*known.values(), *(i for nodes in runs_on.values() for i in nodes)},
-                      dict(handed_on), shaped_within)
+                      dict(handed_on), shaped_within, sized, integer, built_for)
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -1178,8 +1204,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             parts = tag.split(".") if tag else []
             floor = len(deepest.split(".")) if deepest else 0
             for depth in range(len(parts), floor, -1):  # out of every module below it whose calls all ran without it
-                held = bounding.get(".".join(parts[:depth]))
                 within = ".".join(parts[:depth])
+                held = None if within in boundaries.sized and i in boundaries.counting else bounding.get(within)
                 if held is not None and i not in held or i in boundaries.ran_before.get(within, ()) \
                         or i in boundaries.ran_after.get(within, ()):
                     tag = ".".join(parts[:depth - 1])
@@ -1222,7 +1248,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                 called = called.rpartition(".")[0]
             if called != tag:
                 moved[i] = called
-    for i, readers in [*boundaries.sizes.items(), *made_for.items()]:  # sizes, then constants, with their readers
+    # sizes built into one node's operand, sizes, then constants, with their readers
+    for i, readers in [*boundaries.built_for.items(), *boundaries.sizes.items(), *made_for.items()]:
         if i not in node_modules or not readers:
             continue
         tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
