@@ -676,6 +676,43 @@ def test_a_call_returning_a_size_still_bounds_every_node_but_integer_arithmetic(
     assert moved == {9: "", 6: "", 8: "", 5: "", 7: ""}
 
 
+def _cropped(also_read: bool) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
+    """join stacks tanh(x) on itself and crops the rows of the stack to all of them; then take returns sin of
+    what join returned. With ``also_read``, the caller reads the stack too (cos of it)."""
+    def ints(name: str, value: list[int]) -> onnx.NodeProto:
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
+
+    nodes = [helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Concat", ["t", "t"], ["c"], axis=0),
+             ints("begin", [0]), ints("end", [4]), helper.make_node("Slice", ["c", "begin", "end"], ["k"]),
+             helper.make_node("Sin", ["k"], ["r"])]
+    if also_read:
+        nodes.append(helper.make_node("Cos", ["c"], ["o"]))
+    graph, values = _run(nodes, X)
+    events = [Event(True, "join", (("x", X),)), Event(False, "join", (("k", values["k"]),)),
+              Event(True, "take", (("k", values["k"]),)), Event(False, "take", (("r", values["r"]),))]
+    return graph, events, values
+
+
+def test_a_crop_taking_the_whole_of_a_value_nothing_else_reads_ran_where_the_value_was_made():
+    """The values cannot say whether join cropped its stack before returning it or take cropped what it took:
+    code crops what it padded or joined itself, and a stack read by nothing but a crop of all of it was never
+    returned whole, so the crop (and the constants made for it) go to join."""
+    graph, events, values = _cropped(also_read=False)
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.crops == {4: 1}
+    constant = constant_nodes(graph)
+    tags = {0: "join", 1: "join", 2: "take", 3: "take", 4: "take", 5: "take"}
+    moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+    assert moved == {4: "join", 2: "join", 3: "join"}
+
+
+def test_a_crop_of_the_whole_of_a_value_read_elsewhere_too_is_left_where_it_is():
+    """Where the caller reads the stack itself, it was returned whole: the crop may be take's own."""
+    graph, events, values = _cropped(also_read=True)
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.crops == {}
+
+
 def test_a_table_of_zeros_shaped_to_the_input_added_to_a_result_passes_it_on_and_may_be_the_calls():
     """embed returns tanh(x) plus a table of zeros reshaped to x's sizes (a positional table resized to the input);
     layer takes that value, and only a Shape besides the Add reads tanh(x). The Add may be either call's last or

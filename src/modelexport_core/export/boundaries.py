@@ -246,6 +246,9 @@ class Boundaries:
     built_for: dict[int, list[int]] = field(default_factory=dict)
     """Integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor),
     reading no value's sizes itself, with that node: the exporter writes it where the operand is used."""
+    crops: dict[int, int] = field(default_factory=dict)
+    """Slices taking the whole of the value they read (cropping nothing), with the node making that value: code
+    crops to undo what it padded or joined itself, so such a crop ran where the value was made."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -827,6 +830,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     for module, nodes in calls_before:  # the nodes every call of a module ran after
         excluded[module] = nodes if module not in excluded else excluded[module] & nodes
     served = _served(of_inputs, readers)
+    # a crop taking the whole of a value it reads, with the node making that value
+    read_by: dict[str, int] = Counter(name for node in graph.node for name in node.input)
+    crops = {i: producer[node.input[0]] for i, node in enumerate(graph.node)
+             if node.op_type == "Slice" and node.input[0] in producer and read_by[node.input[0]] == 1
+             and (whole := values.get(node.input[0])) is not None and (part := values.get(node.output[0])) is not None
+             and whole.shape == part.shape and np.array_equal(whole, part)}
     # integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor: each
     # number unsqueezed, then concatenated), reading no value's sizes itself: written where that operand is used
     listing = {i for i in integer - sizing - constant if not any(j in sizing for j in made_from[i])}
@@ -838,7 +847,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), {*known.values(), *(i for nodes in runs_on.values() for i in nodes)},
-                      dict(handed_on), shaped_within, sized, integer, built_for)
+                      dict(handed_on), shaped_within, sized, integer, built_for, crops)
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -1248,6 +1257,11 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                 called = called.rpartition(".")[0]
             if called != tag:
                 moved[i] = called
+    for i, source in boundaries.crops.items():  # a crop of nothing ran where what it crops was made
+        if i in node_modules and source in node_modules and i not in skipped:
+            tag = moved.get(source, node_modules[source])
+            if tag != moved.get(i, node_modules[i]) and all(is_ancestor(m, tag) for m in inside.get(i, ())):
+                moved[i] = tag
     # sizes built into one node's operand, sizes, then constants, with their readers
     for i, readers in [*boundaries.built_for.items(), *boundaries.sizes.items(), *made_for.items()]:
         if i not in node_modules or not readers:
