@@ -56,6 +56,14 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   is read as that call's value, not as the weights it was made from (:func:`weight_owners`);
 - a constant made for its readers (computed from no weight) written between two nodes of a call's region, read
   only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in;
+- integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor: each
+  number unsqueezed, then joined), reading no value's sizes itself, goes where that node goes: the exporter
+  writes it where the operand is used (:attr:`Boundaries.built_for`);
+- a crop taking the whole of a value that nothing else reads ran where that value was made
+  (:attr:`Boundaries.crops`): the values cannot say whether the code making the value cropped it or the code
+  taking it did, but code crops what it padded or joined itself (a stage trimming its padding, a block keeping
+  its first channels of a stack that has no more), and a value read by nothing but a crop of all of it was
+  never handed on whole. Where a call took a value and cropped all of it itself, the crop is misplaced;
 - sizes computed from a number handed to a call (written after the node handing it), read only within the call,
   ran in it: a caller computing them would have handed them over instead; so did integers a call computed from
   the elements (not the sizes) of a model input it took itself, read only within it (positions counted from
@@ -77,8 +85,11 @@ An input of integers no node holds
 places none (integers compare exactly: the exporter folded it into its readers). A call is not bounded where
 every result tells nothing, a value is not found, or an input has faded to subnormals (no node is known to hold
 it, so nothing bounds the call from below); a call
-some result of which tells nothing (a size returned beside a tensor) is bounded by the others, its region
-pulling nodes in but pushing none out of the module (the nodes computing that result are not known); a result
+some result of which tells nothing (a mask of ones returned beside a tensor) is bounded by the others, its region
+pulling nodes in but pushing none out of the module (the nodes computing that result are not known); where every
+such result is one integer (a size returned beside a tensor), only integer arithmetic can have computed it, so
+the others push out every node computing anything else (a caller's reshape of the result by the returned sizes,
+:attr:`Boundaries.sized`); a result
 that is the very tensor the call took (a stack returning its input among every layer's states) places nothing,
 and the other results bound the call. Nor is a call bounded where an input equals several values written before
 the result, unless each later one passes the first on unchanged, or all are data the file computes without the
