@@ -258,8 +258,8 @@ class Boundaries:
     """Integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor),
     reading no value's sizes itself, with that node: the exporter writes it where the operand is used."""
     crops: dict[int, int] = field(default_factory=dict)
-    """Slices taking the whole of the value they read (cropping nothing), with the node making that value: code
-    crops to undo what it padded or joined itself, so such a crop ran where the value was made."""
+    """Slices taking the whole of a value nothing else reads (cropping nothing), with the node making that value:
+    code crops what it padded or joined itself, so such a crop ran where the value was made."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
