@@ -357,15 +357,13 @@ def made_for_readers(graph: "onnx.GraphProto", constant: set[int]) -> dict[int, 
     the nodes computing from the graph's inputs that read it, directly or through other constants (the sizes of
     a padding computed in several constant steps serve the one node padding a value)."""
     weights = {tensor.name for tensor in graph.initializer}
-    readers: dict[str, list[int]] = defaultdict(list)
+    producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
+    readers: dict[int, set[int]] = defaultdict(set)
     for i, node in enumerate(graph.node):
         for name in node.input:
-            readers[name].append(i)
-    served: dict[int, set[int]] = {}
-    for i in sorted(constant, reverse=True):  # a constant's readers come after it
-        served[i] = set()
-        for reader in {reader for name in graph.node[i].output for reader in readers[name]}:
-            served[i] |= served.get(reader, set()) if reader in constant else {reader}
+            if name in producer:
+                readers[producer[name]].add(i)
+    served = _served(constant, readers)
     return {i: sorted(served[i]) for i in constant if not any(name in weights for name in graph.node[i].input)}
 
 
