@@ -647,6 +647,38 @@ class UnorderedExperts(nn.Module):
         return rows.reshape(tokens.shape[0], self.chosen, -1).sum(1).reshape(x.shape)
 
 
+class Softcap(nn.Module):
+    def forward(self, x):
+        return torch.tanh(x / 30.0) * 30.0
+
+
+class GateOfHalves(nn.Module):
+    """Takes two values and first makes them float (they are already: no-ops whose outputs equal its inputs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cap = Softcap()
+
+    def forward(self, gate, up):
+        gate, up = gate.float(), up.float()
+        return torch.sigmoid(gate) * self.cap(up)
+
+
+class ChunkedGate(nn.Module):
+    """A projection chunked in two along a dynamic axis (the exporter writes one slice per half) and both
+    halves handed to a child, which starts by making each float."""
+
+    def __init__(self, width: int = 16):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+        self.act = GateOfHalves()
+        self.out = nn.Linear(width, width)
+
+    def forward(self, x):
+        first, second = self.proj(x).chunk(2, dim=1)
+        return self.out(self.act(first, second))
+
+
 class RolledWindows(nn.Module):
     """A roll over two axes (the exporter writes a slice-and-concatenate per axis: the first half-rolled
     value holds the rolled one's elements in another order), then a crop that keeps everything."""
@@ -1347,6 +1379,10 @@ def unordered_experts():
     return _seeded(UnorderedExperts, ("x", (2, 8, 16)))
 
 
+def chunked_gate():
+    return _seeded(ChunkedGate, ("x", (2, 8, 16)))
+
+
 def rolled_windows():
     return _seeded(RolledWindows, ("x", (2, 4, 4, 16)))
 
@@ -1433,6 +1469,7 @@ CUSTOM_CASES: dict = {
     "masked_slice_stack": masked_slice_stack,
     "root_extents": root_extents,
     "unordered_experts": unordered_experts,
+    "chunked_gate": chunked_gate,
     "rolled_windows": rolled_windows,
     "faint_context": faint_context,
     "normed_twice": normed_twice,

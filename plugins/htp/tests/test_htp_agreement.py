@@ -62,6 +62,14 @@ def test_a_merged_slice_read_by_every_run_of_a_block_goes_to_the_first_run(measu
     check(measured("repeated_funnel", dynamic=False))
 
 
+def test_each_half_of_a_chunk_written_as_its_own_slice_is_the_chunks(measured):
+    """A chunk along a dynamic axis is one call of two outputs, written as two slices. The first slice used the
+    chunk up; the second then went to the child's no-op ``float`` of the second half (the same values, a call
+    not used yet), and the child's first node to its grandchild (9 nodes). A call of several outputs is used
+    output by output."""
+    check(measured("chunked_gate"), threshold=1.0)
+
+
 @pytest.mark.parametrize("dynamic", [True, False], ids=["dynamic", "static"])
 def test_t5_agrees_with_pytorch(measured, dynamic):
     # one node short of 1.0: the Cast of the mask the exporter shares between both stacks (see report)

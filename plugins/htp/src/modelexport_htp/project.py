@@ -30,7 +30,7 @@ from modelexport_core.sdk import (
     transposed_measure,
 )
 
-from .trace import INPUT_PREFIX, Trace
+from .trace import INPUT_PREFIX, OpRecord, Trace
 
 if TYPE_CHECKING:
     import numpy as np
@@ -249,6 +249,9 @@ def project(
             anchors[value.name] = frozenset([frozenset([inputs[value.name]])])
     used_records: set[int] = set()
     used_bits = 0  # the same, as a bit set
+    # a call of several outputs (a chunk, a split) is used output by output: the exporter may write a node for
+    # each, and the node of one output leaves the others to theirs (positions matched, per call)
+    used_outputs: dict[int, set[int]] = {}
     param_calls = sum(1 << r.index for r in trace.records if r.params and dependent[r.index])
     projection = Projection(initializer_params=params_of, small_initializers=initializers.small)
     telling = initializers.informative
@@ -359,7 +362,8 @@ def project(
             chosen = min(found, key=lambda c: (
                 -c[1], -c[2],
                 c[0] in used_records and c[0] not in this_node and (reordered or c[0] not in loose)
-                and not (c[2] > 0 and frozenset([c[0]]) in frontier),
+                and not (c[2] > 0 and frozenset([c[0]]) in frontier)
+                and not _positions(trace.records[c[0]], value, reordered) - used_outputs.get(c[0], set()),
                 c[0] in unread,
                 c[3],
             ))[0]
@@ -383,6 +387,7 @@ def project(
                 anchors[output] = frozenset([frozenset(c[0] for c in found)])
             used_records.add(chosen)
             used_bits |= 1 << chosen
+            used_outputs.setdefault(chosen, set()).update(_positions(trace.records[chosen], value, reordered))
             if projection.matched.setdefault(node_index, chosen) == chosen and not reordered:
                 projection.equal_calls[node_index] = tuple(same)
             if frontier and folds:
@@ -869,6 +874,20 @@ def _first_folded_call(
             first = source
         current = source
     return first
+
+
+def _positions(record: "OpRecord", value: "np.ndarray | None", reordered: bool) -> set[int]:
+    """Which outputs of a call of several outputs equal ``value`` (none for a call of one output); ``reordered``:
+    hold its elements in another order."""
+    if len(record.outputs) < 2 or value is None:
+        return set()
+    import numpy as np
+
+    def ordered(array: "np.ndarray") -> "np.ndarray":
+        return np.sort(array, axis=None) if reordered else array
+
+    return {position for position, output in enumerate(record.outputs)
+            if getattr(output, "shape", None) == value.shape and same_values(ordered(output), ordered(value))}
 
 
 def _plausible(
