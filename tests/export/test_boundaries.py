@@ -229,6 +229,20 @@ def test_a_result_equal_to_two_unrelated_values_bounds_nothing():
     assert "first" in call_regions(graph, values, events, [X]).unbounded  # a or c: not settled
 
 
+def test_of_equal_values_a_result_is_the_first_where_later_calls_returned_the_others():
+    """first and then second return relu(x), each computed again (nodes 0 and 2): first's result is the first
+    node equal to it, the other one being second's, which began after first ended (nodes are written in the order
+    they ran). A call of one module on a value it already gave (a norm projecting onto the unit sphere) does so."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Abs", ["x"], ["b"]),
+                          helper.make_node("Relu", ["x"], ["c"])], X)
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("a", values["a"]),)),
+              Event(True, "second", (("x", X),)), Event(False, "second", (("c", values["c"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert not boundaries.unbounded
+    assert regions["first"].nodes == {0} and regions["second"].nodes == {2}
+
+
 def test_of_equal_values_a_result_is_the_first_where_the_others_were_computed_from_it():
     """second returns relu(x) + 1 (node 3); a later value computed from it, exp(log(it)) (node 5), equals it."""
     graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sin", ["x"], ["b"]),

@@ -96,8 +96,11 @@ the result, unless each later one passes the first on unchanged, or all are data
 model's input (a table written once for each reader, positions computed from sizes twice: copies, computing
 nothing of the call's, so the input places none of them); where a result equals several values written after the
 call began (less those holding results of calls that ended before it began), unless each later one passes the
-first on or is computed from it (a later call's value, as a block scaled near zero returns) and the first is no
-result of a call it made (a norm at its initial statistics returns a new tensor equal to its child's result);
+first on or is computed from it (a later call's value, as a block scaled near zero returns), or the calls begun
+after it ended returned as many other tensors equal to it as there are later values computed apart from the first
+(those calls ran after it, and exporters write nodes in the order they ran: a norm onto the unit sphere called
+again on what it returned, or on the same value twice), and the first is no result of a call it made (a norm at
+its initial statistics returns a new tensor equal to its child's result);
 where a result equals a value the call took (unless a node written after that value holds the result
 :data:`DECISIVE` times nearer than the value's node does: the call computed a value of its own, as a norm at its
 initial statistics does).
@@ -642,7 +645,23 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     ended_inside: set[int] = set()  # the nodes of the regions of calls that ended, but their results
     equal_after: list[tuple[Hashable, "np.ndarray", str]] = []  # what calls took and returned equal new tensors of
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
-    for event in events:
+    began_at: dict[int, int] = {}  # each end event's position: the position of its call's beginning
+    opened: list[int] = []
+    for position, event in enumerate(events):
+        if event.begins:
+            opened.append(position)
+        else:
+            began_at[position] = opened.pop()
+
+    def returned_later(position: int) -> Callable[[Hashable, "np.ndarray"], int]:
+        """How many tensors other than a given one, equal to it, the calls begun after the call ending at
+        ``position`` returned."""
+        return lambda key, array: len({
+            other_key for end, begin in began_at.items() if begin > position for other_key, other in events[end].values
+            if other_key != key and other.shape == array.shape and other.dtype == array.dtype
+            and same_values(other, array)})
+
+    for position, event in enumerate(events):
         if event.begins:
             fresh = {key for key, _ in event.values if key not in seen}
             seen.update(key for key, _ in event.values)
@@ -691,7 +710,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         bounding = tuple(value for value in results_of if value[0] not in made_before)
         region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
                         holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing,
-                        ended_inside)
+                        ended_inside, returned_later(position))
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -976,7 +995,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            holding_one_number: Callable[["np.ndarray"], list[int]], copies: Callable[[list[int]], bool],
            claims: tuple[dict[int, int], int],
            descends: Callable[[int, int], bool], descends_telling_nothing: Callable[[int, int], bool],
-           inside_ended: "set[int] | frozenset[int]" = frozenset()
+           inside_ended: "set[int] | frozenset[int]" = frozenset(),
+           returned_later: Callable[[Hashable, "np.ndarray"], int] = lambda key, array: 0,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1093,7 +1113,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             node = following[0]
             chain.append(node)
         others = [i for i in candidates[1:] if i not in chain]
-        if others and (candidates[0] in claimed or not all(descends(i, candidates[0]) for i in others)):
+        apart = [i for i in others if not descends(i, candidates[0])]
+        if others and (candidates[0] in claimed or apart and returned_later(key, array) < len(apart)):
             return None  # equal to values the call may have returned, none computed from the first: not settled
         mine.extend([candidates[0], *chain])
         known[key] = candidates[0]
