@@ -648,6 +648,8 @@ class UnorderedExperts(nn.Module):
 
 
 class Softcap(nn.Module):
+    """Bounds a value smoothly (near the identity for small values)."""
+
     def forward(self, x):
         return torch.tanh(x / 30.0) * 30.0
 

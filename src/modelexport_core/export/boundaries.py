@@ -1009,9 +1009,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     ``claims``: the nodes holding calls' results (and nodes passing them on), each with the number claimed
     before it, and that number when this call began: a node claimed by a call that ended before it began holds
     no new result of it. Of several nodes equal to a result, the first is taken where every other is computed
-    from it (a later call's value, as a block scaled near zero returns) and it is no result of a call made
-    inside (a norm at its initial statistics returns a new tensor equal to its child's result); else the
-    call is not bounded. ``inside_ended``: the nodes inside calls that ended (not their results); an input is
+    from it (a later call's value, as a block scaled near zero returns), or where ``returned_later`` (how many
+    other tensors equal to a result the calls begun after this one ended returned) counts at least as many as
+    the others not computed from it, and where it is no result of a call made inside (a norm at its initial
+    statistics returns a new tensor equal to its child's result); else the call is not bounded. ``inside_ended``: the nodes inside calls that ended (not their results); an input is
     held by none of them where another node holds it (a tensor an earlier call made and did not return is no
     later call's input: an equal value was computed again for it).
     """
