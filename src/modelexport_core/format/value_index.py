@@ -21,6 +21,7 @@ when a model has hundreds of tensors of one shape.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from typing import TYPE_CHECKING, Generic, Hashable, Iterable, TypeVar
@@ -93,8 +94,15 @@ def informative(array: "np.ndarray", own_scale: float | None = None) -> bool:
     if not hasattr(array, "dtype") or array.size < 2 or array.dtype.kind not in "fiub":
         return False
     flat = array.reshape(-1)
-    if array.dtype.kind == "f" and (scale(array) if own_scale is None else own_scale) < TINY:
-        return False  # faded to zeros and subnormals
+    if array.dtype.kind == "f":
+        with np.errstate(invalid="ignore", over="ignore"):
+            low, high = float(array.min()), float(array.max())
+        if own_scale is None and math.isfinite(low) and math.isfinite(high):
+            own_scale = min(1.0, max(-low, high))  # what :func:`scale` gives, from the same two numbers
+        if (scale(array) if own_scale is None else own_scale) < TINY:
+            return False  # faded to zeros and subnormals
+        if math.isfinite(low) and math.isfinite(high):
+            return low != high  # finite extremes: all one number exactly where they are one
     return not bool(np.all(flat == flat[0]))
 
 
