@@ -112,10 +112,46 @@ class TwoCallers(nn.Module):
         return self.b(self.a(x))
 
 
+class Feedforward(nn.Module):
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.fc1 = nn.Linear(width, 2 * width)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(2 * width, width)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class ScaledBlock(nn.Module):
+    """Scales its child's result by a layer scale of one (a number, not a parameter) before a parameter-free call
+    takes it: the scaled tensor equals the child's result, and the block made it."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.mlp = Feedforward(width)
+        self.drop_path = nn.Identity()
+        self.gamma = 1.0
+
+    def forward(self, x):
+        return x + self.drop_path(self.gamma * self.mlp(self.norm(x)))
+
+
+class ScaledNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(ScaledBlock(), ScaledBlock())
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
 CASES = {
     "pooling_mixer": (PoolingNet, lambda: {"x": torch.randn(2, 3, 16, 16)}),
     "residual_wrapper": (ResidualMixer, lambda: {"x": torch.randn(2, 3, 16, 16)}),
     "caller_works_on_childs_result": (TwoCallers, lambda: {"x": torch.randn(2, 5, 8)}),
+    "caller_scales_childs_result_by_one": (ScaledNet, lambda: {"x": torch.randn(2, 5, 8)}),
 }
 
 

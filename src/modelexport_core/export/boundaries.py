@@ -31,6 +31,8 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   first node passing it on ran before the call; where one node alone holds it and the last call event was the
   end of a call (of a module called once), that node ran after that call (:attr:`Boundaries.ran_after`: a
   transpose of a result the values could not place, as a norm at its initial statistics returns what it took);
+  where several nodes passing one value on hold it and the first holds that call's result, the tensor is another
+  made from the result or after it, so the last of them ran after that call (a scale by one the caller wrote);
 - a call that took the very tensor an earlier call returned: the nodes passing it on toward the later call's
   results ran after the first call returned it and before the second's results, so in one of the two calls or in
   a caller between them (:attr:`Boundaries.between`); a tag off every such line goes to the two calls' common
@@ -238,7 +240,9 @@ class Boundaries:
     view): nothing says which of the two calls ran them."""
     ran_after: dict[str, set[int]] = field(default_factory=dict)
     """For each module called once, nodes made after its call ended: a tensor a later call took, met for the
-    first time and held by one node alone, was made after the last call event, here that call's end."""
+    first time and held by one node alone, was made after the last call event, here that call's end; where
+    several nodes passing a value on hold it, the first holding that call's result, the last of them (the tensor
+    is another than the result, made from it or after it: :func:`_made_after`)."""
     holding: set[int] = field(default_factory=set)
     """The nodes holding a value some call took or returned, and those passing it on: what reads them reads a
     call's value, not the weights it was computed from."""
@@ -661,16 +665,21 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if other_key != key and other.shape == array.shape and other.dtype == array.dtype
             and same_values(other, array)})
 
+    ended_holding: set[int] = set()  # the nodes holding the results of the call that ended at the last event
     for position, event in enumerate(events):
         if event.begins:
             fresh = {key for key, _ in event.values if key not in seen}
             seen.update(key for key, _ in event.values)
+            if ended is not None and calls_of[ended] == 1 and ended_holding:
+                ran_after[ended].update(_made_after(event.values, fresh, ended_holding, set(known.values()),
+                                                    find, producer, is_input, passes_on, data_free))
             begun.append((cursor, event.values, event.numbers, len(claimed), fresh, ended))
             ended = None
             continue
         seen.update(key for key, _ in event.values)
         start, inputs, numbers, mark, fresh, after = begun.pop()
         ended = event.module
+        ended_holding = set()
         # the call began once the values it took existed: the nodes they were computed from ran before it (back
         # to where its caller began: no call of the module ran them, whatever its results tell). A value met for
         # the first time is held by the first node equal to it at the latest, unless it is the model's input (no
@@ -732,6 +741,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             else:
                 unbounded.add(event.module)
         results, sources, unsure = region
+        ended_holding = set(results)
         # an input of one number repeated that one node alone holds bounded the call from below (a mask that masks
         # nothing, zeros the caller built): the call began once it existed, so it and what computed it ran before
         alone = [holders[0] for _, array in inputs if not informative(array)
@@ -987,6 +997,28 @@ def _shaped_by(passing: list[int], made: set[int], region: set[int], made_from: 
         return set()
     chain = set(passing[:last + 1])
     return chain | _serving_only(feeds, readers, chain)
+
+
+def _made_after(inputs: tuple[Value, ...], fresh: set[Hashable], ended_holding: set[int], holding: set[int],
+                find: Callable[["np.ndarray"], list[str]], producer: dict[str, int],
+                is_input: Callable[["np.ndarray"], bool], passes_on: Callable[..., bool],
+                data_free: set[int]) -> set[int]:
+    """The nodes a call about to begin shows ran after the call that ended last: for each tensor it takes that no
+    call took or returned before, equal to a result of the call that ended (``ended_holding`` holds them: the
+    first node holding the value) and held by several nodes passing that value on, the last of them. The tensor
+    is another than the result (a scale by one the caller wrote, ``gamma * x`` with ``gamma = 1.0``) and was made
+    from it or after it, so by a node after the first; every node after that one ran after the call ended, the
+    last at least. ``holding``: nodes known to hold other tensors (those stay where their tensor places them)."""
+    made: set[int] = set()
+    for key, array in inputs:
+        if key not in fresh or not informative(array) or is_input(array):
+            continue
+        holders = sorted(producer[name] for name in find(array))
+        if len(holders) > 1 and holders[0] in ended_holding and holders[-1] not in holding \
+                and holders[-1] not in data_free \
+                and all(passes_on(later, earlier) for earlier, later in zip(holders, holders[1:])):
+            made.add(holders[-1])
+    return made
 
 
 def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[int, int], known: dict[Hashable, int],
