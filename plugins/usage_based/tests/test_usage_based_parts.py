@@ -338,35 +338,3 @@ def test_a_node_between_nodes_of_two_sibling_calls_is_bounded_by_their_common_ca
     modules = {0: "layers.0.inner", 1: "layers.1.inner", 3: "layers.0.inner", 4: "layers.1.inner"}
     limits = bounds(5, data, ModuleTree.of(TwoBlocks()), set(modules), modules, [frozenset()] * 5)
     assert limits[2] == ""
-
-
-def test_call_numbers_count_a_modules_reads_in_groups_of_its_copies_of_a_value():
-    """A module holding two tensors of one value reads it twice a call: four reads are two calls, not four; a node
-    reading both copies at once (a norm's mean and bias of zeros) is a call by itself."""
-    from types import SimpleNamespace
-
-    from modelexport_usage_based.seeds import call_numbers
-
-    tensors = {1: ("g",), 2: ("g",), 3: ("g",), 4: ("g",), 5: ("z", "z"), 6: ("z", "z")}
-    resolved = {i: "block" if i < 5 else "norm" for i in tensors}
-    users = SimpleNamespace(tensors=tensors)
-    data = SimpleNamespace(producers=[[0]] * 7, consumers=[[]] * 7, reads_graph_input=[False] * 7)
-    copies = {("block", "g"): 2, ("norm", "z"): 2}
-    numbers = call_numbers(users, resolved, data, lambda module, value: copies.get((module, value), 0))
-    assert numbers == {1: 0, 2: 0, 3: 1, 4: 1, 5: 0, 6: 1}
-    assert call_numbers(users, resolved, data) == {1: 0, 2: 1, 3: 2, 4: 3, 5: 0, 6: 1}  # one copy of each
-
-
-def test_own_copies_counts_a_modules_tensors_of_one_value():
-    class Scaled(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.first = torch.nn.Parameter(torch.full((4,), 1e-5))
-            self.second = torch.nn.Parameter(torch.full((4,), 1e-5))
-            self.other = torch.nn.Parameter(torch.arange(4.0))
-
-    index = ParameterIndex(Scaled())
-    owners = index.owners(np.full((4,), 1e-5, dtype=np.float32))
-    assert owners is not None and index.own_copies("", owners.value) == 2
-    other = index.owners(np.arange(4.0, dtype=np.float32))
-    assert other is not None and index.own_copies("", other.value) == 1
