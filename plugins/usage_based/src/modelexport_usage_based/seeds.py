@@ -144,8 +144,8 @@ def resolved_folds(users: ParameterUsers, resolved: dict[int, str]) -> dict[str,
 def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGraph,
                  own_copies: Callable[[str, str], int] = lambda module, value: 1) -> dict[int, int]:
     """Which call of its module each seed belongs to: of the nodes reading the same values for the same owner, the
-    k-th group of as many as the owner holds tensors of those values, per tensor the node reads of each
-    (``own_copies``: how many of a module's own tensors hold a value).
+    k-th group of as many as the owner holds tensors of those values (``own_copies``: how many of a module's own
+    tensors hold a value).
 
     A module called three times has each of its parameter ops three times in the graph
     (the exporter may even store the tensor three times). A module holding two tensors of one value (two layer
@@ -158,8 +158,7 @@ def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGrap
         if not (data.producers[i] or data.consumers[i] or data.reads_graph_input[i]):
             continue
         key = (resolved[i], users.tensors.get(i, ()))
-        # (a node reading two tensors of one value, a norm's mean and bias of zeros, reads both copies at once)
-        copies = min((own_copies(resolved[i], value) // key[1].count(value) for value in set(key[1])), default=1)
+        copies = min((own_copies(resolved[i], value) for value in key[1]), default=1)
         numbers[i] = seen[key] // max(copies, 1)
         seen[key] += 1
     return numbers
