@@ -147,42 +147,11 @@ class ScaledNet(nn.Module):
         return self.blocks(x)
 
 
-class LayerScaled(nn.Module):
-    """Two residual branches, each scaled by a layer scale; both scales start alike (the file stores them once)
-    and so small that the block returns its input to the last bit."""
-
-    def __init__(self, width: int = 8):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(width)
-        self.fc1 = nn.Linear(width, width)
-        self.norm2 = nn.LayerNorm(width)
-        self.fc2 = nn.Linear(width, width)
-        self.gamma_1 = nn.Parameter(1e-5 * torch.ones(width))
-        self.gamma_2 = nn.Parameter(1e-5 * torch.ones(width))
-
-    def forward(self, x):
-        x = x + self.gamma_1 * self.fc1(self.norm1(x))
-        return x + self.gamma_2 * self.fc2(self.norm2(x))
-
-
-class TwoHeads(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.block = LayerScaled()
-        self.first = nn.Linear(8, 4)
-        self.second = nn.Linear(8, 4)
-
-    def forward(self, x):
-        y = self.block(x)
-        return self.first(y), self.second(y)
-
-
 CASES = {
     "pooling_mixer": (PoolingNet, lambda: {"x": torch.randn(2, 3, 16, 16)}),
     "residual_wrapper": (ResidualMixer, lambda: {"x": torch.randn(2, 3, 16, 16)}),
     "caller_works_on_childs_result": (TwoCallers, lambda: {"x": torch.randn(2, 5, 8)}),
     "caller_scales_childs_result_by_one": (ScaledNet, lambda: {"x": torch.randn(2, 5, 8)}),
-    "layer_scales_made_alike": (TwoHeads, lambda: {"x": torch.randn(2, 5, 8)}),
 }
 
 

@@ -10,7 +10,7 @@ it may name just one of several equal tensors.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -119,8 +119,6 @@ class ParameterIndex:
             self._squeezed[squeezed_array.ndim].append((squeezed_array, module))
             if array.size and (array != array.flat[0]).any():
                 self._distinctive.add(digest)
-        self._own_copies: Counter[tuple[str, str]] = Counter(
-            (owner_module(qualname), repr(key)) for qualname, key in self._values.items())
         self._add_derived(model)
 
     def _add_derived(self, model: "torch.nn.Module") -> None:
@@ -156,11 +154,6 @@ class ParameterIndex:
             if candidate in self._by_name:
                 return self._by_name[candidate]
         return None
-
-    def own_copies(self, module: str, value: str) -> int:
-        """How many of ``module``'s own parameters and buffers hold the value ``value`` (a digest, as
-        :attr:`TensorOwners.value` gives it): layer scales made alike, norms at their initial weights."""
-        return self._own_copies[(module, value)]
 
     def holds(self, param: str, value: str) -> bool:
         """Whether parameter or buffer ``param`` (a qualified name) holds the value ``value`` (a digest, as

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from .data_flow import DataGraph
 from .graph_values import ArrayReader, constant_array, initializer_arrays
@@ -141,16 +141,12 @@ def resolved_folds(users: ParameterUsers, resolved: dict[int, str]) -> dict[str,
     return folded
 
 
-def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGraph,
-                 own_copies: Callable[[str, str], int] = lambda module, value: 1) -> dict[int, int]:
-    """Which call of its module each seed belongs to: of the nodes reading the same values for the same owner, the
-    k-th group of as many as the owner holds tensors of those values (``own_copies``: how many of a module's own
-    tensors hold a value).
+def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGraph) -> dict[int, int]:
+    """Which call of its module each seed belongs to: the k-th node reading the same values for the same owner.
 
     A module called three times has each of its parameter ops three times in the graph
-    (the exporter may even store the tensor three times). A module holding two tensors of one value (two layer
-    scales made alike: the exporter stores them once) reads that value twice in each call. Copies of a parameter
-    that no data reaches are not calls.
+    (the exporter may even store the tensor three times). Copies of a parameter that
+    no data reaches are not calls.
     """
     seen: dict[tuple[str, tuple[str, ...]], int] = defaultdict(int)
     numbers: dict[int, int] = {}
@@ -158,7 +154,6 @@ def call_numbers(users: ParameterUsers, resolved: dict[int, str], data: DataGrap
         if not (data.producers[i] or data.consumers[i] or data.reads_graph_input[i]):
             continue
         key = (resolved[i], users.tensors.get(i, ()))
-        copies = min((own_copies(resolved[i], value) for value in key[1]), default=1)
-        numbers[i] = seen[key] // max(copies, 1)
+        numbers[i] = seen[key]
         seen[key] += 1
     return numbers

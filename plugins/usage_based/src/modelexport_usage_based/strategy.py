@@ -157,7 +157,7 @@ class UsageBasedStrategy(TaggingStrategy):
         data = DataGraph.of(graph, index, kinds, users.static_values)
         readers_of = [index.node_consumers(graph, i) for i in range(len(graph.node))]
         seeds = resolve_owners(users, data, readers_of, run_order(tree.names, first_call), tree.torch_classes)
-        calls = call_numbers(users, seeds, data, parameters.own_copies)
+        calls = call_numbers(users, seeds, data)
         shapes, types = value_shapes_and_types(onnx_model)
         propagation = propagate(State(
             graph, index, kinds, data, tree, users.static_values, shapes, types, seeds, calls,
