@@ -161,14 +161,14 @@ def test_every_recorded_node_gets_the_recorded_module(name, tmp_path):
 
 
 def test_where_onnxruntime_cannot_run_the_file_the_propagated_tags_stand(tmp_path, monkeypatch):
-    """onnxruntime computes the file's values beside the other passes; where it fails, no boundary moves a node and
-    the export still tags every node."""
-    import modelexport_usage_based.strategy as strategy
+    """Where onnxruntime cannot compute the file's values, no boundary moves a node and the export still tags every
+    node."""
+    import modelexport_core.format.intermediate as intermediate
 
     def refuse(*args, **kwargs):
         raise RuntimeError("onnxruntime cannot run this file")
 
-    monkeypatch.setattr(strategy, "intermediate_values", refuse)
+    monkeypatch.setattr(intermediate, "intermediate_values", refuse)
     measured = measure_case(CASES, "pooling_mixer", tmp_path)
     assert measured.result.details["boundary_moved"] == 0
     assert measured.coverage == 1.0

@@ -26,15 +26,11 @@ from modelexport_core.sdk import (
     hold_call_boundaries,
     hold_call_containment,
     hold_causality,
-    intermediate_values,
     recording_calls,
 )
 from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
 
 if TYPE_CHECKING:  # the passes load when a model is tagged, not when the strategies are listed
-    from concurrent.futures import Future
-
-    import numpy as np
     import onnx
     import torch
 
@@ -109,22 +105,6 @@ class UsageBasedStrategy(TaggingStrategy):
         """Tag ``onnx_model``; ``counted``: each module's call count and first call in one run, where known;
         ``weights``: where the weights of a graph loaded without them are (for onnxruntime); ``events``: the
         calls recorded as the exporter ran the model, where known."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="usage-based-onnxruntime") as pool:
-            # the file's values are needed only at the call boundaries, last: onnxruntime computes them in a second
-            # thread while this one matches weights and propagates. A graph holding its weights is run after
-            # (onnxruntime's graph is then made from it in place).
-            running = pool.submit(intermediate_values, onnx_model, ctx.input_names, ctx.args, weights) \
-                if weights is not None else None
-            return self._passes(ctx, onnx_model, read, counted, weights, events, running, started)
-
-    def _passes(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", read: "ArrayReader | None",
-                counted: tuple[dict[str, int], dict[str, int]] | None, weights: "Path | StreamedModel | None",
-                events: "list[CallEvent] | None", running: "Future[dict[str, np.ndarray]] | None",
-                started: float) -> TaggingResult:
-        """:meth:`_tag`'s passes; ``running``: the file's node values as onnxruntime computes them, where started."""
         from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
         from .helper_sizes import helper_exports, module_calls
         from .module_tree import ModuleTree
@@ -134,6 +114,7 @@ class UsageBasedStrategy(TaggingStrategy):
         from .propagation import State, propagate
         from .seeds import call_numbers, find_parameter_users, resolved_folds
 
+        started = time.perf_counter()
         graph = onnx_model.graph
         index = GraphIndex.of(graph)
         tree = ModuleTree.of(ctx.model)
@@ -171,14 +152,8 @@ class UsageBasedStrategy(TaggingStrategy):
         timely = hold_causality(graph, held.node_modules, first_call, reused, anchored)
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
-        values = None
-        if running is not None:
-            try:
-                values = running.result()
-            except Exception:  # noqa: BLE001 - onnxruntime cannot run the file: the tags stand as propagated
-                values = {}
         bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights,
-                                       values=values, events=events) if values != {} else {}
+                                       events=events)
         node_modules.update(bounded)
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
