@@ -147,17 +147,70 @@ class ScaledNet(nn.Module):
         return self.blocks(x)
 
 
+class WindowAttention(nn.Module):
+    """Attention within a window, adding the mask its caller hands it."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x, mask):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        weights = torch.softmax(q @ k.transpose(1, 2) + mask, dim=-1)
+        return self.proj(weights @ v)
+
+
+class MaskingBlock(nn.Module):
+    """Builds its child's mask from fixed sizes (the exporter computes it and writes it as an initializer), then
+    turns the child's result into its own layout before the residual add: the caller's nodes, after the child
+    ended."""
+
+    def __init__(self, width: int = 8, window: int = 5):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.attention = WindowAttention(width)
+        self.window = window
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        mask = torch.triu(torch.full((self.window, self.window), -100.0), 1)
+        mask = mask + torch.arange(self.window, dtype=torch.float32)[None, :]
+        windows = self.norm(x).reshape(-1, self.window, width)
+        out = self.attention(windows, mask).reshape(batch, -1, self.window, width)
+        return x + out.transpose(1, 2).reshape(batch, length, width)
+
+
+class MaskingNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(MaskingBlock(), MaskingBlock())
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
 CASES = {
     "pooling_mixer": (PoolingNet, lambda: {"x": torch.randn(2, 3, 16, 16)}),
     "residual_wrapper": (ResidualMixer, lambda: {"x": torch.randn(2, 3, 16, 16)}),
     "caller_works_on_childs_result": (TwoCallers, lambda: {"x": torch.randn(2, 5, 8)}),
     "caller_scales_childs_result_by_one": (ScaledNet, lambda: {"x": torch.randn(2, 5, 8)}),
+    "child_takes_a_mask_of_constants": (MaskingNet, lambda: {"x": torch.randn(2, 10, 8)}),
 }
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_every_recorded_node_gets_the_recorded_module(name, tmp_path):
     assert_every_recorded_node(measure_case(CASES, name, tmp_path))
+
+
+def test_a_mask_the_exporter_wrote_as_an_initializer_bounds_nothing(tmp_path):
+    """The dynamo exporter computes a mask made of fixed sizes and writes it as an initializer, in another shape:
+    no node holds what the child took, and the child's call is still bounded by what it took from its caller and
+    what it returned, so the caller's re-layout of the child's result stays in the caller."""
+    measured = measure_case(CASES, "child_takes_a_mask_of_constants", tmp_path, exporter="dynamo")
+    assert measured.result.exporter == "dynamo"
+    assert_every_recorded_node(measured)
 
 
 def test_where_onnxruntime_cannot_run_the_file_the_propagated_tags_stand(tmp_path, monkeypatch):

@@ -19,9 +19,13 @@ __all__ = ["ALL_MODELS", "EXPORTED_MODELS", "MIN_AGREEMENT", "PRESET_MODELS", "M
            "measure_case"]
 
 
-def measure_case(cases: dict, name: str, directory: Path) -> Measured:
-    """usage_based's own export of one small pattern model (``cases[name]``: its class and a maker of its inputs)."""
+def measure_case(cases: dict, name: str, directory: Path, exporter: str | None = None) -> Measured:
+    """usage_based's own export of one small pattern model (``cases[name]``: its class and a maker of its inputs);
+    ``exporter``: the exporter asked for (else the strategy's own choice)."""
     build, inputs = cases[name]
     torch.manual_seed(0)
     model = build().eval()
-    return measure_export("usage_based", make_context(model, inputs()), directory / f"{name}.onnx", name)
+    ctx = make_context(model, inputs())
+    if exporter is not None:
+        ctx.options["exporter"] = exporter
+    return measure_export("usage_based", ctx, directory / f"{name}.onnx", name)

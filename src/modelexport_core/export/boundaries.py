@@ -579,6 +579,28 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         return [name for name in names if not apart[name] > DECISIVE * best + TINY]
 
     looked_up: dict[int, tuple["np.ndarray", list[str]]] = {}  # by the recorded array's id (kept alive with it)
+    of_size: dict[int, list[str]] | None = None  # the initializers by their number of elements
+    weights_read: dict[str, "np.ndarray | None"] = {}
+
+    def folded(array: "np.ndarray") -> bool:
+        """Whether an initializer of the file holds a value's elements, in any shape: the exporter computed it
+        from constants and wrote the result (a mask built from fixed sizes), so no node of the file made it."""
+        nonlocal of_size
+        if of_size is None:
+            of_size = defaultdict(list)
+            for tensor in graph.initializer:
+                of_size[int(np.prod(tensor.dims))].append(tensor.name)
+        for name in of_size.get(array.size, ()):
+            if name not in weights_read:
+                try:
+                    weights_read[name] = (weight or numpy_helper.to_array)(initializers[name])
+                except Exception:  # noqa: BLE001 - a stub without its data
+                    weights_read[name] = None
+            held = weights_read[name]
+            if held is not None and held.dtype == array.dtype and held.size == array.size \
+                    and same_values(held.reshape(array.shape), array):
+                return True
+        return False
 
     def find(array: "np.ndarray") -> list[str]:
         """The file's node outputs equal to a recorded value, the nearest of several (:func:`nearest`); where none
@@ -719,7 +741,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         bounding = tuple(value for value in results_of if value[0] not in made_before)
         region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
                         holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing,
-                        ended_inside, returned_later(position))
+                        ended_inside, returned_later(position), folded)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1029,6 +1051,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            descends: Callable[[int, int], bool], descends_telling_nothing: Callable[[int, int], bool],
            inside_ended: "set[int] | frozenset[int]" = frozenset(),
            returned_later: Callable[[Hashable, "np.ndarray"], int] = lambda key, array: 0,
+           folded: Callable[["np.ndarray"], bool] = lambda array: False,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1046,7 +1069,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     the others not computed from it, and where it is no result of a call made inside (a norm at its initial
     statistics returns a new tensor equal to its child's result); else the call is not bounded. ``inside_ended``: the nodes inside calls that ended (not their results); an input is
     held by none of them where another node holds it (a tensor an earlier call made and did not return is no
-    later call's input: an equal value was computed again for it).
+    later call's input: an equal value was computed again for it). ``folded``: whether an initializer holds an
+    input no node holds (computed from constants, written by the exporter as a weight): it was there before
+    anything ran, so it bounds nothing and the call's other values bound it.
     """
     start, inner = span
     claimed, mark = claims
@@ -1095,8 +1120,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             continue
         if informative(array):
             found = [producer[name] for name in find(array)]
-            if not found and array.dtype.kind in "iu":
-                continue  # integers compare exactly: no node holds it (folded into its readers), so it places none
+            if not found and (array.dtype.kind in "iu" or folded(array)):
+                continue  # integers compare exactly: no node holds it (folded into its readers), so it places none;
+                # nor does one the exporter computed from constants and wrote as an initializer
         else:  # one number repeated (a mask that masks nothing): only the one node holding it serves
             if _uniform(array) is None and faded(array):
                 return None  # faded to subnormals: no node is known to hold it, nothing bounds the call from below
