@@ -6,7 +6,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
 - the interface: ``TaggingStrategy``, ``TaggingResult``, ``ExportContext``, ``StrategyOption``, ``EXPORTER_OPTION``, ``hookimpl``,
   and the errors a strategy raises (``StrategyUnavailable``, ``StrategyFailed``, ``ModelMismatchError``);
 - module names: ``is_ancestor``, ``parent_qualname``, ``common_ancestor``, ``in_sibling_elements``;
-- graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality`` (and their
+- graphs: ``GraphIndex``, ``node_key``, ``fill_missing_modules``, ``hold_call_containment``, ``hold_causality``, ``hold_lineage`` (and their
   ``EVIDENCE_KIND``), ``hold_call_boundaries`` (and ``BOUNDARY_KIND``,
   ``recording_calls`` and its ``CallEvent``s: the calls an exporter's run of the model made),
   ``tensors_in`` (the tensors in a call's arguments or outputs); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
@@ -25,7 +25,7 @@ from modelexport_core.errors import ModelMismatchError, first_line
 from modelexport_core.export.boundaries import EVIDENCE_KIND as BOUNDARY_KIND
 from modelexport_core.export.boundaries import Event as CallEvent
 from modelexport_core.export.boundaries import hold_call_boundaries, recording_calls, tensors_in
-from modelexport_core.export.containment import EVIDENCE_KIND, hold_call_containment, hold_causality
+from modelexport_core.export.containment import EVIDENCE_KIND, hold_call_containment, hold_causality, hold_lineage
 from modelexport_core.export.exporters import as_exported, export_dynamo, export_torchscript
 from modelexport_core.format.checksum import ExactValues, value_checksum, value_fingerprint
 from modelexport_core.format.graph import SHAPE_OPS, GraphIndex, fill_missing_modules, node_key
@@ -106,6 +106,7 @@ __all__ = [
     "hold_call_boundaries",
     "hold_call_containment",
     "hold_causality",
+    "hold_lineage",
     "hookimpl",
     "in_sibling_elements",
     "is_ancestor",

@@ -692,6 +692,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if event.begins:
             fresh = {key for key, _ in event.values if key not in seen}
             seen.update(key for key, _ in event.values)
+            opener = events[position - 1].module if position and events[position - 1].begins else None
+            if opener is not None and calls_of[opener] == 1 and fresh:
+                # a new tensor a call takes right after its caller began (no call ended in between) was made by
+                # the caller's own code: the first node holding it, and what computed it after every node holding
+                # a tensor met before, ran in the caller
+                floor = max(known.values(), default=-1)
+                for node in _made_within(event.values, fresh, floor, find, producer, is_input, copies, descends):
+                    for made in ancestors([node], floor) - data_free:
+                        shaped_within.setdefault(made, opener)
             if ended is not None and calls_of[ended] == 1 and ended_holding:
                 ran_after[ended].update(_made_after(event.values, fresh, ended_holding, set(known.values()),
                                                     find, producer, is_input, passes_on, data_free))
@@ -1019,6 +1028,23 @@ def _shaped_by(passing: list[int], made: set[int], region: set[int], made_from: 
         return set()
     chain = set(passing[:last + 1])
     return chain | _serving_only(feeds, readers, chain)
+
+
+def _made_within(inputs: tuple[Value, ...], fresh: set[Hashable], floor: int, find: Callable[["np.ndarray"], list[str]],
+                 producer: dict[str, int], is_input: Callable[["np.ndarray"], bool],
+                 copies: Callable[[list[int]], bool], descends: Callable[[int, int], bool]) -> list[int]:
+    """The nodes holding the new tensors a call takes (``fresh``: no call took or returned them before), each
+    the first node equal to one, written after ``floor`` (every node holding a tensor met before), where every
+    other node equal to it is computed from it (it passed the value on: a norm at its initial statistics)."""
+    made = []
+    for key, array in inputs:
+        if key not in fresh or not informative(array) or is_input(array):
+            continue
+        holders = sorted(producer[name] for name in find(array))
+        if holders and holders[0] > floor and not copies(holders) \
+                and all(descends(later, holders[0]) for later in holders[1:]):
+            made.append(holders[0])
+    return made
 
 
 def _made_after(inputs: tuple[Value, ...], fresh: set[Hashable], ended_holding: set[int], holding: set[int],

@@ -130,6 +130,53 @@ def hold_causality(
     return Containment(modules, moved)
 
 
+def hold_lineage(
+    graph: "onnx.GraphProto", node_modules: dict[str, str], first_call: dict[str, int],
+    called_more_than_once: Collection[str], anchored: Collection[str],
+) -> Containment:
+    """Give no node a module whose call had ended before the call of a node it is computed from began, however
+    many nodes lie between them.
+
+    A value exists once the node making it ran, and so does everything computed from it: a node computed
+    (through any chain of nodes) from a node known to run in a call (``anchored``: a parameter read) ran after
+    that call began. Where the node's own module (called once, as that call) ran before that call began and
+    ended before it, the node ran in neither alone: it ran in a caller of both, and is given the deepest
+    module holding the two (a caller adding its child's result to a scaled branch it computed after the child
+    returned). Of the known calls a node is computed from, the one that began last decides. Nodes computed
+    from weights, constants and sizes alone tell no time (an exporter computes them once, where it likes).
+    Nodes are visited in graph order, which is topological.
+    """
+    index = GraphIndex.of(graph)
+    keys = index.keys
+    modules = dict(node_modules)
+    moved: dict[str, str] = {}
+    reused = tuple(name for name in called_more_than_once if name)
+    from modelexport_core.export.boundaries import constant_nodes
+
+    known = set(anchored)
+    timeless = constant_nodes(graph, sizes=True)
+    latest: list[str | None] = [None] * len(keys)  # the known module that began last among each node's makers
+    for i, key in enumerate(keys):
+        makers = [m for j in index.node_producers(graph, i) if j not in timeless
+                  for m in ((modules[keys[j]] if keys[j] in known else None), latest[j]) if m is not None]
+        last = max(makers, key=lambda maker: _began(maker, first_call)) if makers else None
+        latest[i] = last
+        if last is None or key in known:
+            continue
+        if _runs_after(last, modules[key], first_call, reused):
+            moved[key] = modules[key]
+            modules[key] = common_ancestor([modules[key], last])
+    for i in sorted(timeless, reverse=True):  # what was made for moved nodes alone (their constants) goes with them
+        key = keys[i]
+        readers = index.node_consumers(graph, i)
+        there = {modules[keys[j]] for j in readers}
+        if key not in known and len(there) == 1 and any(keys[j] in moved for j in readers) \
+                and modules[key] not in there:
+            moved.setdefault(key, modules[key])
+            modules[key] = there.pop()
+    return Containment(modules, moved)
+
+
 def _runs_after(module: str, other: str, first_call: dict[str, int], reused: tuple[str, ...]) -> bool:
     """Whether the call of ``module`` begins after the call of ``other`` has ended (both known to run once)."""
     around = common_ancestor([module, other])

@@ -26,6 +26,7 @@ from modelexport_core.sdk import (
     hold_call_boundaries,
     hold_call_containment,
     hold_causality,
+    hold_lineage,
     recording_calls,
 )
 from modelexport_core.sdk import EVIDENCE_KIND as CONTAINMENT
@@ -152,6 +153,9 @@ class UsageBasedStrategy(TaggingStrategy):
         timely = hold_causality(graph, held.node_modules, first_call, reused, anchored)
         held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
         node_modules = timely.node_modules
+        lineage = hold_lineage(graph, node_modules, first_call, reused, anchored)
+        held.moved.update({k: v for k, v in lineage.moved.items() if k not in held.moved})
+        node_modules = lineage.node_modules
         bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights,
                                        events=events)
         node_modules.update(bounded)
