@@ -120,3 +120,47 @@ def test_a_node_moved_for_its_maker_moves_no_reader_holding_a_maker_of_its_own_m
     # every layer repeats, fed by the later layer's sizes)
     held = hold_causality(graph, tags, order, [], anchored=["n0"])
     assert held.node_modules["n2"] == held.node_modules["n3"] == "decoder"
+
+
+def test_a_node_computed_from_a_later_calls_value_through_its_caller_moves_to_the_caller():
+    from modelexport_core.export.containment import hold_lineage
+
+    order = {"": 0, "block": 1, "block.mixer": 2, "block.ffn": 3, "block.ffn.fc2": 4}
+    # x -> n0 (the mixer's result); x -> n1 (fc2) -> n2 (the block scales it) ; n3 = n0 + n2 ; n4 = n3 * c
+    nodes = [
+        helper.make_node("Relu", ["x"], ["v0"], name="n0"),
+        helper.make_node("Relu", ["x"], ["v1"], name="n1"),
+        helper.make_node("Neg", ["v1"], ["v2"], name="n2"),
+        helper.make_node("Add", ["v0", "v2"], ["v3"], name="n3"),
+        helper.make_node("Constant", [], ["c0"], name="c", value=helper.make_tensor("t", TensorProto.FLOAT, [1], [2.0])),
+        helper.make_node("Mul", ["v3", "c0"], ["v4"], name="n4"),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("v4", TensorProto.FLOAT, [1])])
+    tags = {"n0": "block.mixer", "n1": "block.ffn.fc2", "n2": "block", "n3": "block.mixer", "c": "block.mixer",
+            "n4": "block.mixer"}
+    held = hold_lineage(graph, tags, order, [], anchored=["n0", "n1", "n2"])
+    # n3 reads the block's n2, which read fc2's value: made after the mixer's call had ended, in the block
+    assert held.node_modules == {**tags, "n3": "block", "n4": "block", "c": "block"}
+    assert set(held.moved) == {"n3", "n4", "c"}
+    # a direct maker alone would not tell: n2 is the block's own, which encloses the mixer
+    from modelexport_core.export.containment import hold_causality
+
+    assert hold_causality(graph, tags, order, [], anchored=["n0", "n1", "n2"]).moved == {}
+    # without a known maker there is no time to go by; a module called more than once has no one place in time
+    assert hold_lineage(graph, tags, order, [], anchored=["n0"]).moved == {}
+    assert hold_lineage(graph, tags, order, ["block.ffn"], anchored=["n0", "n1", "n2"]).moved == {}
+
+
+def test_a_node_made_of_weights_alone_tells_no_time():
+    from modelexport_core.export.containment import hold_lineage
+
+    order = {"": 0, "a": 1, "b": 2}
+    # w (a constant an exporter wrote once, matched to b) feeds n0 in a: it may have been computed anywhere
+    nodes = [
+        helper.make_node("Constant", [], ["w"], name="w", value=helper.make_tensor("t", TensorProto.FLOAT, [1], [2.0])),
+        helper.make_node("Mul", ["x", "w"], ["v0"], name="n0"),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1])])
+    assert hold_lineage(graph, {"w": "b", "n0": "a"}, order, [], anchored=["w"]).moved == {}

@@ -190,6 +190,34 @@ class MaskingNet(nn.Module):
         return self.blocks(x)
 
 
+class LayoutBlock(nn.Module):
+    """Turns its input into a channels-first layout before its first child takes it, and back at the end."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.mixer = nn.Conv2d(width, width, (1, 3), padding=(0, 1), groups=width)
+        self.ffn = nn.Sequential(nn.Conv2d(width, 2 * width, 1), nn.GELU(), nn.Conv2d(2 * width, width, 1))
+
+    def forward(self, x):
+        h = x.transpose(1, 2).unsqueeze(2)
+        h = self.mixer(h)
+        h = h + self.ffn(h)
+        return h.squeeze(2).transpose(1, 2)
+
+
+class LayoutNet(nn.Module):
+    """The first block's layout change at its end and the second's at its beginning cancel: the exporter writes
+    neither, so no node holds what the first block returned and the values bound neither block's call."""
+
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.embed = nn.Linear(4, width)
+        self.blocks = nn.Sequential(LayoutBlock(width), LayoutBlock(width))
+
+    def forward(self, x):
+        return self.blocks(self.embed(x))
+
+
 CASES = {
     "pooling_mixer": (PoolingNet, lambda: {"x": torch.randn(2, 3, 16, 16)}),
     "residual_wrapper": (ResidualMixer, lambda: {"x": torch.randn(2, 3, 16, 16)}),
@@ -225,3 +253,14 @@ def test_where_onnxruntime_cannot_run_the_file_the_propagated_tags_stand(tmp_pat
     measured = measure_case(CASES, "pooling_mixer", tmp_path)
     assert measured.result.details["boundary_moved"] == 0
     assert measured.coverage == 1.0
+
+
+def test_a_tensor_a_child_takes_right_after_its_caller_began_was_made_by_the_caller(tmp_path):
+    """The first block lays its input out for its first child before calling it; the block's own call is not
+    bounded (what it returned is held by no node), but no call ended between the block's beginning and the
+    child's, so the nodes making the child's new input ran in the block."""
+    cases = {"layout": (LayoutNet, lambda: {"x": torch.randn(2, 6, 4)})}
+    measured = measure_case(cases, "layout", tmp_path)
+    own = [node for node, module in measured.reference.items() if module == "blocks.0"]
+    assert own and {measured.result.node_modules[node] for node in own} == {"blocks.0"}, measured.report()
+    assert not measured.contaminated

@@ -692,11 +692,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if event.begins:
             fresh = {key for key, _ in event.values if key not in seen}
             seen.update(key for key, _ in event.values)
-            opener = events[position - 1].module if position and events[position - 1].begins else None
-            if opener is not None and calls_of[opener] == 1 and fresh:
+            opening = events[position - 1] if position and events[position - 1].begins else None
+            if opening is not None and calls_of[opening.module] == 1 and fresh and all(
+                    key in known or not informative(array) or is_input(array) for key, array in opening.values):
+                opener = opening.module
                 # a new tensor a call takes right after its caller began (no call ended in between) was made by
                 # the caller's own code: the first node holding it, and what computed it after every node holding
-                # a tensor met before, ran in the caller
+                # a tensor met before, ran in the caller (where the nodes holding what the caller took are known:
+                # else the value may have been there before the caller began)
                 floor = max(known.values(), default=-1)
                 for node in _made_within(event.values, fresh, floor, find, producer, is_input, copies, descends):
                     for made in ancestors([node], floor) - data_free:
