@@ -140,6 +140,19 @@ def test_a_computation_the_caller_reads_too_is_left_where_it_is():
     assert 0 not in hold_boundaries({0: "first", 1: "first", 2: ""}, boundaries, set(), {})
 
 
+def test_a_value_computed_from_weights_the_call_read_and_read_after_it_too_stays_in_the_call():
+    """first multiplies x by its weights and returns tanh of the product; the caller reads the product as well (its
+    own layout change cancelled one inside first, so the exporter hands it the value from before): no code before
+    first made the product, so first ran it, as the tags say."""
+    w = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -3.0], [1.0, 2.0, 0.5]], dtype=np.float32)
+    graph, values = _run([helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Tanh", ["t"], ["r1"]),
+                          helper.make_node("Cos", ["t"], ["r2"])], X, {"w": w})
+    events = [Event(True, "first", (("x", X),)), Event(False, "first", (("r1", values["r1"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 0 not in boundaries.loose
+    assert 0 not in hold_boundaries({0: "first", 1: "first", 2: ""}, boundaries, set(), {})
+
+
 def _pooled(first: str, second: str) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
     """first computes tanh(x), picks rows of it by an argmax and reshapes them by the index's size before
     returning them; second takes that very tensor and returns sin of it."""

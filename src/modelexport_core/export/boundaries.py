@@ -473,6 +473,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         """Whether node ``later`` is computed from node ``earlier``'s output."""
         return earlier in ancestors([later], earlier - 1)
 
+    initializer_names = {tensor.name for tensor in graph.initializer}
+    weighted = {i for i, node in enumerate(graph.node)  # nodes reading weights (an initializer of many floats)
+                if any(name in initializer_names and sizes.get(name, 0) > 1 for name in node.input)}
     telling_nothing = {i for i, node in enumerate(graph.node)
                        if not any(name in index_names for name in node.output if name)}
 
@@ -858,7 +861,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         early = ancestors(frontier - set(sources), within=integer) - constant
         if early:
             early -= ancestors(sources)
-        kept = _kept_inside(nodes, results, readers, producer, graph)
+        own: set[int] = set()  # computed, within the region, from a node reading weights: no caller made it first
+        for i in sorted(nodes):
+            if i in weighted or any(j in own for j in made_from[i]):
+                own.add(i)
+        kept = _kept_inside(nodes, results, readers, producer, graph, own)
         loose |= (nodes - kept - doubtful) | early
         kept -= doubtful
         # a node passing a result on unchanged may be the call's last (a zero added): so may the values it computed
@@ -975,10 +982,13 @@ def _size_arithmetic(nodes: set[int], graph: "onnx.GraphProto", producer: dict[s
 
 
 def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[int]], producer: dict[str, int],
-                 graph: "onnx.GraphProto") -> set[int]:
+                 graph: "onnx.GraphProto", own: "set[int] | frozenset[int]" = frozenset()) -> set[int]:
     """``nodes`` less those whose value is read outside them other than through the call's results: such a
     value was made outside the call and shared with it (the exporter merges equal computations, as the reads
-    of one tensor's size in a caller and in the call, into the first)."""
+    of one tensor's size in a caller and in the call, into the first). Not those of ``own``, computed from
+    weights the call read: no code before the call made them, and an equal value computed later was merged
+    into the call's node, the first (a layout change after the call that cancels one inside it: the later
+    code reads the value from before the call's own)."""
     ends = set(results)
     lowest = min(ends)
     downstream: dict[int, bool] = {}
@@ -1001,7 +1011,8 @@ def _kept_inside(nodes: set[int], results: list[int], readers: dict[int, list[in
     while changed:
         changed = False
         for i in sorted(kept, reverse=True):
-            if i not in ends and any(r not in kept and not after_results(r) for r in readers.get(i, ())):
+            if i not in ends and i not in own \
+                    and any(r not in kept and not after_results(r) for r in readers.get(i, ())):
                 kept.discard(i)
                 changed = True
     return kept
