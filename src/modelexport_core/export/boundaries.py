@@ -584,11 +584,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     looked_up: dict[int, tuple["np.ndarray", list[str]]] = {}  # by the recorded array's id (kept alive with it)
     of_size: dict[int, list[str]] | None = None  # the initializers by their number of elements
     weights_read: dict[str, "np.ndarray | None"] = {}
+    folded_before: dict[int, tuple["np.ndarray", bool]] = {}  # by the recorded array's id, as ``looked_up``
 
     def folded(array: "np.ndarray") -> bool:
         """Whether an initializer of the file holds a value's elements, in any shape: the exporter computed it
         from constants and wrote the result (a mask built from fixed sizes), so no node of the file made it."""
         nonlocal of_size
+        if (seen_before := folded_before.get(id(array))) is not None and seen_before[0] is array:
+            return seen_before[1]
         if of_size is None:
             of_size = defaultdict(list)
             for tensor in graph.initializer:
@@ -602,7 +605,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             held = weights_read[name]
             if held is not None and held.dtype == array.dtype and held.size == array.size \
                     and same_values(held.reshape(array.shape), array):
+                folded_before[id(array)] = (array, True)
                 return True
+        folded_before[id(array)] = (array, False)
         return False
 
     def find(array: "np.ndarray") -> list[str]:
@@ -704,9 +709,16 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 # a tensor met before, ran in the caller (where the nodes holding what the caller took are known:
                 # else the value may have been there before the caller began)
                 floor = max(known.values(), default=-1)
-                for node in _made_within(event.values, fresh, floor, find, producer, is_input, copies, descends):
-                    for made in ancestors([node], floor) - data_free:
-                        shaped_within.setdefault(made, opener)
+                # (back to the nodes holding tensors met before, or passing them on: a cast of what the caller
+                # took to the type it has may be an earlier call's, merged with an equal one)
+                met = {*known.values(), *(i for chain in runs_on.values() for i in chain)}
+                stack = [node for node in _made_within(event.values, fresh, floor, find, producer, is_input, copies,
+                                                       descends) if node not in met]
+                while stack:
+                    made = stack.pop()
+                    if made not in shaped_within:
+                        shaped_within[made] = opener
+                        stack.extend(j for j in made_from[made] if j > floor and j not in met and j not in data_free)
             if ended is not None and calls_of[ended] == 1 and ended_holding:
                 ran_after[ended].update(_made_after(event.values, fresh, ended_holding, set(known.values()),
                                                     find, producer, is_input, passes_on, data_free))
