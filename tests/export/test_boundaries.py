@@ -153,6 +153,19 @@ def test_a_value_computed_from_weights_the_call_read_and_read_after_it_too_stays
     assert 0 not in hold_boundaries({0: "first", 1: "first", 2: ""}, boundaries, set(), {})
 
 
+def test_an_input_handed_on_through_a_layout_and_back_is_the_first_of_its_run():
+    """The caller makes a, lays it out otherwise and back (two transposes: a window partition of one window), and
+    first takes the value and returns tanh of it: the value ran on unchanged from a, so first is bounded."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]),
+                          helper.make_node("Transpose", ["a"], ["t1"], perm=[1, 0]),
+                          helper.make_node("Transpose", ["t1"], ["t2"], perm=[1, 0]),
+                          helper.make_node("Tanh", ["t2"], ["r"])], X)
+    events = [Event(True, "first", (("t2", values["t2"]),)), Event(False, "first", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "first" not in boundaries.unbounded
+    assert [region.nodes for region in boundaries.regions if region.module == "first"] == [{3}]
+
+
 def _pooled(first: str, second: str) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
     """first computes tanh(x), picks rows of it by an argmax and reshapes them by the index's size before
     returning them; second takes that very tensor and returns sin of it."""

@@ -556,6 +556,21 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             and same_values(values[mine], values[theirs])
             for mine in graph.node[later].output for theirs in made)
 
+    passed_through: dict[tuple[int, int], bool] = {}
+
+    def passes_through(later: int, earlier: int, ending: bool = False) -> bool:
+        """:func:`passes_on`, or (not ``ending``) ``later`` computed from ``earlier`` through nodes each passing
+        on what it reads (:func:`passes_on`), whatever their values: a view turned back into the value's own
+        layout (windows of a size the whole input has, a transpose and its reverse) hands the value on."""
+        if ending or passes_on(later, earlier):
+            return passes_on(later, earlier, ending)
+        if (later, earlier) not in passed_through:
+            passed_through[(later, earlier)] = False
+            passed_through[(later, earlier)] = any(
+                j > earlier and passes_on(later, j) and (passes_on(j, earlier) or passes_through(j, earlier))
+                for j in made_from[later])
+        return passed_through[(later, earlier)]
+
     def carries(node: int, key: Hashable) -> bool:
         """Whether a node passing a tensor's value on reads nothing but that value (as the nodes holding it hold
         it), sizes and constants: a cast to the type it has, a view."""
@@ -766,7 +781,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             continue
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         bounding = tuple(value for value in results_of if value[0] not in made_before)
-        region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_on,
+        region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_through,
                         holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing,
                         ended_inside, returned_later(position), folded)
         if after is not None and calls_of[after] == 1:
