@@ -473,13 +473,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         """Whether node ``later`` is computed from node ``earlier``'s output."""
         return earlier in ancestors([later], earlier - 1)
 
-    initializer_names = {tensor.name for tensor in graph.initializer}
-    weighted = {i for i, node in enumerate(graph.node)  # nodes reading weights (an initializer of many floats)
-                if any(name in initializer_names and sizes.get(name, 0) > 1 for name in node.input)}
     telling_nothing = {i for i, node in enumerate(graph.node)
                        if not any(name in index_names for name in node.output if name)}
 
     initializers = {tensor.name: tensor for tensor in graph.initializer}
+    weighted = {i for i, node in enumerate(graph.node)  # nodes reading weights (an initializer of many floats)
+                if any(name in initializers and sizes.get(name, 0) > 1 for name in node.input)}
     told: dict[str, bool] = {}
 
     def tells(name: str) -> bool:

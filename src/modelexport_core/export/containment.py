@@ -146,13 +146,13 @@ def hold_lineage(
     from weights, constants and sizes alone tell no time (an exporter computes them once, where it likes).
     Nodes are visited in graph order, which is topological.
     """
+    from modelexport_core.export.boundaries import constant_nodes
+
     index = GraphIndex.of(graph)
     keys = index.keys
     modules = dict(node_modules)
     moved: dict[str, str] = {}
     reused = tuple(name for name in called_more_than_once if name)
-    from modelexport_core.export.boundaries import constant_nodes
-
     known = set(anchored)
     timeless = constant_nodes(graph, sizes=True)
     latest: list[str | None] = [None] * len(keys)  # the known module that began last among each node's makers
