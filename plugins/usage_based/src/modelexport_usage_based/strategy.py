@@ -150,12 +150,11 @@ class UsageBasedStrategy(TaggingStrategy):
         reused = reused_modules(seeds, calls) | {name for name, count in call_counts.items() if count > 1}
         held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused, called_modules(ctx.model))
         anchored = [index.keys[i] for i, module in seeds.items() if index.keys[i] not in held.moved]
-        timely = hold_causality(graph, held.node_modules, first_call, reused, anchored)
-        held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
-        node_modules = timely.node_modules
-        lineage = hold_lineage(graph, node_modules, first_call, reused, anchored)
-        held.moved.update({k: v for k, v in lineage.moved.items() if k not in held.moved})
-        node_modules = lineage.node_modules
+        node_modules = held.node_modules
+        for order_check in (hold_causality, hold_lineage):  # when calls ran: readers, makers, then whole lineages
+            timely = order_check(graph, node_modules, first_call, reused, anchored)
+            held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
+            node_modules = timely.node_modules
         bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights,
                                        events=events)
         node_modules.update(bounded)
