@@ -156,7 +156,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, M
 
 from modelexport_core.format.graph import SHAPE_OPS
 from modelexport_core.format.tags import common_ancestor, in_list_element, in_sibling_elements, is_ancestor
-from modelexport_core.format.value_index import TINY, ValueIndex, faded, informative, same_values
+from modelexport_core.format.value_index import TINY, ValueIndex, extremes, faded, informative, measure, same_values
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -421,10 +421,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     nearly: dict[tuple, list[str]] = defaultdict(list)  # and those within rounding of one number: by shape, type
     for name, value in values.items():
         if name in producer and hasattr(value, "dtype"):
-            if informative(value):
-                index.add(name, value)
+            ends = extremes(value)  # read once for the three questions below
+            if informative(value, ends=ends):
+                index.add(name, value, measure(value, ends))
                 index_names.add(name)
-                if _nearly_uniform(value):
+                if _nearly_uniform(value, ends):
                     nearly[(value.shape, value.dtype.str)].append(name)
             elif (number := _uniform(value)) is not None:
                 uniform[number].append(producer[name])
@@ -582,8 +583,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     def distance(name: str, array: "np.ndarray") -> float:
         """The largest difference between a node output and a recorded value (NaN where they disagree on NaNs)."""
         held = values[name]
-        with np.errstate(invalid="ignore", over="ignore"):
-            return float(np.nanmax(np.abs(held.astype(np.float64) - array.astype(np.float64)))) if held.size else 0.0
+        if not held.size:
+            return 0.0
+        with np.errstate(invalid="ignore", over="ignore"):  # in double precision, each element cast as it is read
+            apart = np.subtract(held, array, dtype=np.float64)
+            return float(np.nanmax(np.abs(apart, out=apart)))
 
     def nearest(names: list[str], array: "np.ndarray") -> list[str]:
         """Of the node outputs equal to a recorded value within rounding, those not decisively farther from it than
@@ -1262,17 +1266,17 @@ def _rows_reordered(held: "np.ndarray", recorded: "np.ndarray") -> bool:
     return held.shape == recorded.shape and same_values(np.sort(held, axis=-1), np.sort(recorded, axis=-1))
 
 
-def _nearly_uniform(value: "np.ndarray") -> bool:
+def _nearly_uniform(value: "np.ndarray", ends: "tuple[np.floating, np.floating] | None" = None) -> bool:
     """Whether a value of floats, not all one number, has every element of one sign and within :data:`ULPS` units
     in the last place of the others: what one runtime rounds to one number repeated, another may not (a gate of
     halves, each computed from zeros in a few steps rounding half a unit each). Not values about zero: zeros and
-    faded values are told apart by the rules for values telling nothing."""
+    faded values are told apart by the rules for values telling nothing. ``ends``: its :func:`extremes`, where
+    the caller has them."""
     import numpy as np
 
     if value.dtype.kind != "f" or value.size < 2:
         return False
-    with np.errstate(invalid="ignore", over="ignore"):
-        low, high = value.min(), value.max()
+    low, high = ends if ends is not None else extremes(value)  # type: ignore[misc]  # a float value has them
     if not (np.isfinite(low) and np.isfinite(high)) or low <= 0 <= high:
         return False
     return bool(high - low <= ULPS * np.spacing(max(abs(low), abs(high))))

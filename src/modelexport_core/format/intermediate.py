@@ -72,6 +72,7 @@ def _session(onnx_model: "onnx.ModelProto", weights: "Path | StreamedModel | Non
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
+    options.enable_cpu_mem_arena = False
     # one run: packing weights for faster matmuls (a second copy of each), and threads spinning between ops,
     # cost more than they save
     options.add_session_config_entry("session.disable_prepacking", "1")

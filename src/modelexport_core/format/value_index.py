@@ -54,11 +54,22 @@ def _summary(array: "np.ndarray") -> tuple[tuple, float]:
     return bucket, total
 
 
-def measure(array: "np.ndarray") -> tuple[tuple, float, float]:
+def extremes(array: "np.ndarray") -> "tuple[np.floating, np.floating] | None":
+    """The smallest and the largest element of a float value, in its own type (None for other kinds and empty
+    values): what :func:`informative` and :func:`measure` read, found once by a caller asking both."""
+    import numpy as np
+
+    if array.dtype.kind != "f" or not array.size:
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        return array.min(), array.max()
+
+
+def measure(array: "np.ndarray", ends: "tuple[np.floating, np.floating] | None" = None) -> tuple[tuple, float, float]:
     """A value's bucket and sort key (:func:`summary`) and its :func:`scale`, from one pass over its magnitudes.
 
     A transposed view measures as its array does with the shape reversed, so a caller looking a
-    matrix up both ways measures it once.
+    matrix up both ways measures it once. ``ends``: its :func:`extremes`, where the caller has them.
     """
     import numpy as np
 
@@ -67,7 +78,8 @@ def measure(array: "np.ndarray") -> tuple[tuple, float, float]:
         if data.size:
             with np.errstate(invalid="ignore", over="ignore"):
                 total = float(data.sum(dtype=np.float64))
-                largest = float(data.max())
+                # a finite value's largest magnitude is that of its smallest or its largest element
+                largest = max(-float(ends[0]), float(ends[1])) if ends is not None else float(data.max())
             if np.isfinite(total) and np.isfinite(largest):  # the common case: no NaN or infinity
                 return (tuple(array.shape), "f", 0), total, min(1.0, largest)
         data = data.astype(np.float64, copy=False)
@@ -84,10 +96,11 @@ def transposed_measure(measured: tuple[tuple, float, float]) -> tuple[tuple, flo
     return (tuple(reversed(shape)), kind, nonfinite), total, value_scale
 
 
-def informative(array: "np.ndarray", own_scale: float | None = None) -> bool:
+def informative(array: "np.ndarray", own_scale: float | None = None,
+                ends: "tuple[np.floating, np.floating] | None" = None) -> bool:
     """Whether a value says something about where it came from: not a scalar, not all one number.
 
-    ``own_scale``: its :func:`scale`, where the caller knows it.
+    ``own_scale``: its :func:`scale`, where the caller knows it; ``ends``: its :func:`extremes`, likewise.
     """
     import numpy as np
 
@@ -95,8 +108,10 @@ def informative(array: "np.ndarray", own_scale: float | None = None) -> bool:
         return False
     flat = array.reshape(-1)
     if array.dtype.kind == "f":
-        with np.errstate(invalid="ignore", over="ignore"):
-            low, high = float(array.min()), float(array.max())
+        if ends is None:
+            ends = extremes(array)
+        assert ends is not None
+        low, high = float(ends[0]), float(ends[1])
         if own_scale is None and math.isfinite(low) and math.isfinite(high):
             own_scale = min(1.0, max(-low, high))  # what :func:`scale` gives, from the same two numbers
         if (scale(array) if own_scale is None else own_scale) < TINY:
@@ -289,10 +304,11 @@ class ValueIndex(Generic[Key]):
         self._samples: dict[tuple, tuple["np.ndarray", "np.ndarray"] | None] = {}
         """Per float bucket of large values: every entry's sample (float64 rows) and scale, in sorted order."""
 
-    def add(self, key: Key, value: "np.ndarray") -> None:
+    def add(self, key: Key, value: "np.ndarray", measured: tuple[tuple, float, float] | None = None) -> None:
+        """File ``value`` under ``key`` (``measured``: its :func:`measure`, where known)."""
         if not hasattr(value, "dtype") or value.dtype.kind not in "fciub":
             return
-        bucket, total, value_scale = measure(value)
+        bucket, total, value_scale = measured or measure(value)
         self._pending[bucket].append((total, key, value, value_scale))
         self._sorted.pop(bucket, None)
         if self._ordered:  # positions in the bucket move
