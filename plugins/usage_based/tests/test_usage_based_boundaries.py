@@ -245,11 +245,13 @@ def test_where_onnxruntime_cannot_run_the_file_the_propagated_tags_stand(tmp_pat
     """Where onnxruntime cannot compute the file's values, no boundary moves a node and the export still tags every
     node."""
     import modelexport_core.format.intermediate as intermediate
+    import modelexport_core.sdk as sdk
 
     def refuse(*args, **kwargs):
         raise RuntimeError("onnxruntime cannot run this file")
 
-    monkeypatch.setattr(intermediate, "intermediate_values", refuse)
+    monkeypatch.setattr(intermediate, "intermediate_values", refuse)  # where the core reads it
+    monkeypatch.setattr(sdk, "intermediate_values", refuse)  # where strategies read it
     measured = measure_case(CASES, "pooling_mixer", tmp_path)
     assert measured.result.details["boundary_moved"] == 0
     assert measured.coverage == 1.0

@@ -108,17 +108,20 @@ class UsageBasedStrategy(TaggingStrategy):
         """Tag ``onnx_model``; ``counted``: each module's call count and first call in one run, where known;
         ``weights``: where the weights of a graph loaded without them are (for onnxruntime); ``events``: the
         calls recorded as the exporter ran the model, where known."""
+        from modelexport_core.sdk import intermediate_values
+
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="usage-based-onnxruntime") as pool:
             # the file's values, for the call boundaries, come from onnxruntime in a second thread while this one
             # works out owners, propagation and order (onnxruntime computes without the interpreter's lock); a
             # graph holding its weights (``weights`` None) is run after, as onnxruntime's copy is made in place
-            running = pool.submit(_values, onnx_model, ctx, weights) if weights is not None else None
+            running = pool.submit(intermediate_values, onnx_model, ctx.input_names, ctx.args, weights) \
+                if weights is not None else None
             return self._passes(ctx, onnx_model, read, counted, weights, events, running, started)
 
     def _passes(self, ctx: ExportContext, onnx_model: "onnx.ModelProto", read: "ArrayReader | None",
                 counted: tuple[dict[str, int], dict[str, int]] | None, weights: "Path | StreamedModel | None",
-                events: "list[CallEvent] | None", running: "Future[dict[str, np.ndarray] | None] | None",
+                events: "list[CallEvent] | None", running: "Future[dict[str, np.ndarray]] | None",
                 started: float) -> TaggingResult:
         from .data_flow import DataGraph, classify_nodes, value_shapes_and_types
         from .helper_sizes import helper_exports, module_calls
@@ -168,8 +171,13 @@ class UsageBasedStrategy(TaggingStrategy):
             timely = order_check(graph, node_modules, first_call, reused, anchored)
             held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
             node_modules = timely.node_modules
-        bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights,
-                                       values=running.result() if running is not None else None, events=events)
+        try:
+            values = running.result() if running is not None else None  # None: the boundaries compute them
+        except Exception:  # noqa: BLE001 - onnxruntime cannot run the file: without its values the tags stand
+            bounded: dict[str, str] = {}
+        else:
+            bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights,
+                                           values=values, events=events)
         node_modules.update(bounded)
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
@@ -190,18 +198,6 @@ class UsageBasedStrategy(TaggingStrategy):
                 "seconds": round(time.perf_counter() - started, 3),
             },
         )
-
-
-def _values(onnx_model: "onnx.ModelProto", ctx: ExportContext,
-            weights: "Path | StreamedModel") -> "dict[str, np.ndarray] | None":
-    """The file's node outputs on the example (:func:`intermediate_values`); None where onnxruntime cannot compute
-    them (the boundaries then try once more, and keep the strategy's tags where that fails too)."""
-    from modelexport_core.format import intermediate
-
-    try:
-        return intermediate.intermediate_values(onnx_model, ctx.input_names, ctx.args, weights)
-    except Exception:  # noqa: BLE001 - without the values the strategy's tags stand
-        return None
 
 
 def called_modules(model: "torch.nn.Module") -> set[str]:
