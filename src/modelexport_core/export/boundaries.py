@@ -168,6 +168,9 @@ if TYPE_CHECKING:
     from modelexport_core.format.onnx_file import StreamedModel
     from modelexport_core.plugin.strategy import ExportContext
 
+KEPT_WEIGHT_BYTES = 1 << 20
+"""The largest initializer the boundaries keep once read to compare with values no node holds (a mask the exporter
+wrote as a weight is small); larger ones are read again where needed."""
 ULPS = 16
 """How many units in the last place apart the elements of a value may be and still be taken for one number
 repeated where a recorded value is (:func:`_nearly_uniform`): each elementwise step rounds by half a unit, and
@@ -601,8 +604,21 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
 
     looked_up: dict[int, tuple["np.ndarray", list[str]]] = {}  # by the recorded array's id (kept alive with it)
     of_size: dict[int, list[str]] | None = None  # the initializers by their number of elements
-    weights_read: dict[str, "np.ndarray | None"] = {}
+    weights_read: dict[str, "np.ndarray | None"] = {}  # the small initializers read so far, and those without data
     folded_before: dict[int, tuple["np.ndarray", bool]] = {}  # by the recorded array's id, as ``looked_up``
+
+    def initializer_value(name: str) -> "np.ndarray | None":
+        """An initializer's value (None: a stub without its data). Those of at most :data:`KEPT_WEIGHT_BYTES` are
+        kept for the next look; larger ones are read again (the pass would otherwise hold a copy of each)."""
+        if name in weights_read:
+            return weights_read[name]
+        try:
+            value = (weight or numpy_helper.to_array)(initializers[name])
+        except Exception:  # noqa: BLE001 - a stub without its data
+            value = None
+        if value is None or value.nbytes <= KEPT_WEIGHT_BYTES:
+            weights_read[name] = value
+        return value
 
     def folded(array: "np.ndarray") -> bool:
         """Whether an initializer of the file holds a value's elements, in any shape: the exporter computed it
@@ -615,12 +631,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             for tensor in graph.initializer:
                 of_size[int(np.prod(tensor.dims))].append(tensor.name)
         for name in of_size.get(array.size, ()):
-            if name not in weights_read:
-                try:
-                    weights_read[name] = (weight or numpy_helper.to_array)(initializers[name])
-                except Exception:  # noqa: BLE001 - a stub without its data
-                    weights_read[name] = None
-            held = weights_read[name]
+            held = initializer_value(name)
             if held is not None and held.dtype == array.dtype and held.size == array.size \
                     and same_values(held.reshape(array.shape), array):
                 folded_before[id(array)] = (array, True)
