@@ -165,6 +165,7 @@ if TYPE_CHECKING:
     import onnx
     import torch
 
+    from modelexport_core.format.graph import GraphIndex
     from modelexport_core.format.onnx_file import StreamedModel
     from modelexport_core.plugin.strategy import ExportContext
 
@@ -1608,7 +1609,7 @@ def _deepest(modules: list[str]) -> str | None:
 def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", node_modules: dict[str, str],
                          exporter: str, weights: "Path | StreamedModel | None" = None,
                          values: dict[str, "np.ndarray"] | None = None,
-                         events: list[Event] | None = None) -> dict[str, str]:
+                         events: list[Event] | None = None, index: "GraphIndex | None" = None) -> dict[str, str]:
     """The nodes (by name) whose module the values crossing each module call's boundary settle otherwise, with
     that module; none where the model or the file cannot run on ``ctx.args``. Constants keep the strategy's
     tags, except where their readers moved.
@@ -1616,7 +1617,7 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     ``events``: the calls recorded while the exporter ran the model (:func:`recording_calls`), where the strategy
     has them; else the model runs once more as ``exporter`` ran it. ``values``: the file's node outputs on
     ``ctx.args`` where the strategy has them (else onnxruntime computes them, the weights taken from ``weights``
-    for a graph loaded without them).
+    for a graph loaded without them). ``index``: the graph's :class:`GraphIndex`, where the caller has built one.
     """
     import torch
 
@@ -1641,7 +1642,7 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     graph = onnx_model.graph
     boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args],
                               _weight_reader(weights))
-    keys = GraphIndex.of(graph).keys
+    keys = (index if index is not None else GraphIndex.of(graph)).keys
     positions = {key: i for i, key in enumerate(keys)}
     constant = constant_nodes(graph)
     candidates = {i: _open_between(i, boundaries) for i in set(boundaries.handed_on) | set(boundaries.between)}

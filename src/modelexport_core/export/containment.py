@@ -33,7 +33,7 @@ class Containment:
 
 def hold_call_containment(
     graph: "onnx.GraphProto", node_modules: dict[str, str], called_more_than_once: Collection[str],
-    called: Collection[str],
+    called: Collection[str], *, index: GraphIndex | None = None,
 ) -> Containment:
     """Give every node whose producers and consumers all ran inside one call of a module that module (or keep
     a deeper one of its own).
@@ -42,9 +42,10 @@ def hold_call_containment(
     rule cannot tell apart (a reused module, and its descendants); ``called`` the modules that run at
     all: a container (a list of layers) never does, so nodes between two of its elements are its
     caller's business and the rule looks at the nearest ancestor that ran. Nodes are visited in graph
-    order, so a node moved early counts as a neighbour of the later ones.
+    order, so a node moved early counts as a neighbour of the later ones. ``index``: the graph's
+    :class:`GraphIndex`, where the caller has built one (as for the order checks below).
     """
-    index = GraphIndex.of(graph)
+    index = index if index is not None else GraphIndex.of(graph)  # the caller's, where it has one
     keys = index.keys
     modules = dict(node_modules)
     moved: dict[str, str] = {}
@@ -68,7 +69,7 @@ def hold_call_containment(
 
 def hold_causality(
     graph: "onnx.GraphProto", node_modules: dict[str, str], first_call: dict[str, int],
-    called_more_than_once: Collection[str], anchored: Collection[str],
+    called_more_than_once: Collection[str], anchored: Collection[str], *, index: GraphIndex | None = None,
 ) -> Containment:
     """Give no node a module whose call began after the calls of the nodes reading its value had ended.
 
@@ -92,7 +93,7 @@ def hold_causality(
     whose module was inferred and whose readers all went to one module so (the constants and shape
     arithmetic feeding them) goes with them, as it would have had they been there at first.
     """
-    index = GraphIndex.of(graph)
+    index = index if index is not None else GraphIndex.of(graph)  # the caller's, where it has one
     keys = index.keys
     modules = dict(node_modules)
     moved: dict[str, str] = {}
@@ -132,7 +133,7 @@ def hold_causality(
 
 def hold_lineage(
     graph: "onnx.GraphProto", node_modules: dict[str, str], first_call: dict[str, int],
-    called_more_than_once: Collection[str], anchored: Collection[str],
+    called_more_than_once: Collection[str], anchored: Collection[str], *, index: GraphIndex | None = None,
 ) -> Containment:
     """Give no node a module whose call had ended before the call of a node it is computed from began, however
     many nodes lie between them.
@@ -148,7 +149,7 @@ def hold_lineage(
     """
     from modelexport_core.export.boundaries import constant_nodes
 
-    index = GraphIndex.of(graph)
+    index = index if index is not None else GraphIndex.of(graph)  # the caller's, where it has one
     keys = index.keys
     modules = dict(node_modules)
     moved: dict[str, str] = {}

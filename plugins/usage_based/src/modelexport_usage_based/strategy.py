@@ -164,11 +164,12 @@ class UsageBasedStrategy(TaggingStrategy):
         ))
         tagged = {index.keys[i]: module for i, module in propagation.modules.items()}
         reused = reused_modules(seeds, calls) | {name for name, count in call_counts.items() if count > 1}
-        held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused, called_modules(ctx.model))
+        held = hold_call_containment(graph, fill_missing_modules(graph, tagged), reused, called_modules(ctx.model),
+                                     index=index)
         anchored = [index.keys[i] for i, module in seeds.items() if index.keys[i] not in held.moved]
         node_modules = held.node_modules
         for order_check in (hold_causality, hold_lineage):  # when calls ran: readers, makers, then whole lineages
-            timely = order_check(graph, node_modules, first_call, reused, anchored)
+            timely = order_check(graph, node_modules, first_call, reused, anchored, index=index)
             held.moved.update({k: v for k, v in timely.moved.items() if k not in held.moved})
             node_modules = timely.node_modules
         try:
@@ -177,7 +178,7 @@ class UsageBasedStrategy(TaggingStrategy):
             bounded: dict[str, str] = {}
         else:
             bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights,
-                                           values=values, events=events)
+                                           values=values, events=events, index=index)
         node_modules.update(bounded)
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
