@@ -1288,7 +1288,10 @@ def _nearly_uniform(value: "np.ndarray", ends: "tuple[np.floating, np.floating] 
 
     if value.dtype.kind != "f" or value.size < 2:
         return False
-    low, high = ends if ends is not None else extremes(value)  # type: ignore[misc]  # a float value has them
+    ends = ends if ends is not None else extremes(value)
+    if ends is None:
+        return False
+    low, high = ends
     if not (np.isfinite(low) and np.isfinite(high)) or low <= 0 <= high:
         return False
     return bool(high - low <= ULPS * np.spacing(max(abs(low), abs(high))))
