@@ -654,11 +654,19 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         looked_up[id(array)] = (array, found)
         return list(found)
 
-    def apart_from_what_it_took(array: "np.ndarray", given_key: Hashable) -> bool:
-        """Whether a result equal to a value the call took within rounding is held by a node of the file decisively
-        nearer to it than the node holding what it took: the call computed a value of its own (a norm at its
-        initial statistics, a block adding a branch scaled near zero), written after it began."""
-        if given_key not in known or not informative(array):
+    def apart_from_what_it_took(array: "np.ndarray", given_key: Hashable, mark: int) -> bool:
+        """Whether a result equal to a value the call took within rounding is a value the call computed of its own
+        (a norm at its initial statistics, a block adding a branch scaled near zero), written after it began: a
+        node of the file equal to it holds the result of a call made inside it (the nodes claimed from ``mark``
+        on) or is computed from one, which only the call's own code can have done; or such a node is decisively
+        nearer to it than the node holding what it took."""
+        if not informative(array):
+            return False
+        made_inside = {node for node, number in claimed.items() if number >= mark}
+        if made_inside and any(made_inside & ancestors([producer[name]], min(made_inside) - 1)
+                               for name in index.find(array)):
+            return True
+        if given_key not in known:
             return False
         taken = next((name for name in graph.node[known[given_key]].output if name in values), None)
         if taken is None or not hasattr(values[taken], "shape") or values[taken].shape != array.shape:
@@ -774,7 +782,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         calls_before.append((event.module, ran_before))
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
                     if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)
-                    and not apart_from_what_it_took(array, given_key)]
+                    and not apart_from_what_it_took(array, given_key, mark)]
         # a tensor the call took and handed back as it was (a stack returning its input among every layer's
         # states) was made before it began: where the call returned more, those bound it
         handed_back = {key for key, given_key in returned if key == given_key}
