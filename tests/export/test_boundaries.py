@@ -564,6 +564,27 @@ def test_a_result_equal_within_rounding_to_what_the_call_took_is_its_own_where_a
     assert hold_boundaries({0: "act", 1: "", 2: ""}, boundaries, set(), {}) == {1: "norm"}
 
 
+def test_a_result_equal_within_rounding_to_what_the_call_took_computed_from_a_childs_result_is_its_own():
+    """A block adds its branch scaled near zero (a layer scale of 1e-6) to what it took: its result equals its
+    input within rounding, and the recorded value lies as near the input as the node computing it. That node
+    is computed from the result of the call the block made (its branch), which only the block's code can
+    have done: it holds the block's result, and the block's scale and add are the block's."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Tanh", ["a"], ["t"]),
+                          helper.make_node("Mul", ["t", "gamma"], ["s"]), helper.make_node("Add", ["a", "s"], ["b"]),
+                          helper.make_node("Sin", ["b"], ["out"])],
+                         X, {"gamma": np.full(3, 1e-6, dtype=np.float32)})
+    recorded = values["a"] + values["s"] / 2  # as far from the input as from the node adding the branch
+    events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)), Event(False, "act", (("a", values["a"]),)),
+              Event(True, "block", (("a", values["a"]),)), Event(True, "block.branch", (("a", values["a"]),)),
+              Event(False, "block.branch", (("t", values["t"]),)), Event(False, "block", (("b", recorded),)),
+              Event(False, "", (("out", values["out"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "block" not in boundaries.unbounded and regions["block"].nodes >= {2, 3}
+    moved = hold_boundaries({0: "act", 1: "block.branch", 2: "", 3: "", 4: ""}, boundaries, set(), {})
+    assert moved.get(2) == "block" and moved.get(3) == "block"
+
+
 def test_constants_a_call_took_its_values_from_ran_before_it():
     """The caller builds positions from constants alone (no graph input reaches them) and hands them to a call:
     those constant nodes are the caller's, whatever a strategy guessed."""
