@@ -104,8 +104,11 @@ after it ended returned as many other tensors equal to it as there are later val
 again on what it returned, or on the same value twice), and the first is no result of a call it made (a norm at
 its initial statistics returns a new tensor equal to its child's result);
 where a result equals a value the call took (unless a node written after that value holds the result
-:data:`DECISIVE` times nearer than the value's node does: the call computed a value of its own, as a norm at its
-initial statistics does).
+:data:`DECISIVE` times nearer than the value's node does, or a node equal to it holds the result of a call it made
+or is computed from one: the call computed a value of its own, as a norm at its initial statistics does, or a
+block adding a branch scaled near zero). Where an input equals values written before the result that are not one
+value run on, those holding a tensor met before are not a tensor met for the first time (a slice of a
+concatenation giving a layer's result back is a new tensor, held where it was cut out).
 Of several node outputs equal to one recorded value, those :data:`DECISIVE` times farther from it than the
 nearest are not it. A value runs on unchanged through nodes computing from it, constants and integers alone (a
 zero bias added, a cast to the type it has, an expansion to the shape it has, a join with an empty value: a
@@ -1159,7 +1162,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     the others not computed from it, and where it is no result of a call made inside (a norm at its initial
     statistics returns a new tensor equal to its child's result); else the call is not bounded. ``inside_ended``: the nodes inside calls that ended (not their results); an input is
     held by none of them where another node holds it (a tensor an earlier call made and did not return is no
-    later call's input: an equal value was computed again for it). ``folded``: whether an initializer holds an
+    later call's input: an equal value was computed again for it); nor, where the nodes holding it are not one
+    value run on, is a tensor met for the first time held by a node holding a tensor met before (a slice of a
+    concatenation giving back a layer's result is a new tensor, held where it was cut out). ``folded``: whether an initializer holds an
     input no node holds (computed from constants, written by the exporter as a weight): it was there before
     anything ran, so it bounds nothing and the call's other values bound it.
     """
@@ -1233,7 +1238,12 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             unsure.update(held)
             continue
         if not all(passes_on(later, earlier) for earlier, later in zip(before, before[1:])):
-            return None  # which one it took is not settled
+            # not one value run on: a tensor met for the first time is none a node holding a tensor met before
+            # holds, where the others are one run (a slice of a concatenation giving back a layer's result)
+            holding = set(known.values())
+            before = [i for i in before if i not in holding]
+            if not before or not all(passes_on(later, earlier) for earlier, later in zip(before, before[1:])):
+                return None  # which one it took is not settled
         sources.append(before[0])  # the value ran on unchanged: the call took the first, or one after it
         sources.extend(before[1:])
         unsure.update(before[1:])
