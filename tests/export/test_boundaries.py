@@ -585,6 +585,30 @@ def test_a_result_equal_within_rounding_to_what_the_call_took_computed_from_a_ch
     assert moved.get(2) == "block" and moved.get(3) == "block"
 
 
+def test_a_new_tensor_cut_back_out_of_a_concatenation_is_held_where_it_was_cut_not_by_the_earlier_tensor():
+    """block's norm returns n; block concatenates n with another value and cuts n's rows back out: its mlp takes
+    that cut, a new tensor equal to n. Its value is held by the norm's node and by the slice, which are not one
+    value run on (the concatenation mixes in the other); the new tensor is not the norm's: the slice holds it, and
+    ran before the mlp began."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["n"]), helper.make_node("Sin", ["x"], ["o"]),
+                          helper.make_node("Concat", ["n", "o"], ["c"], axis=0),
+                          helper.make_node("Slice", ["c", "starts", "ends", "axes"], ["s"]),
+                          helper.make_node("Cos", ["s"], ["m"])],
+                         X, {"starts": np.array([0], dtype=np.int64), "ends": np.array([2], dtype=np.int64),
+                             "axes": np.array([0], dtype=np.int64)})
+    events = [Event(True, "", (("x", X),)), Event(True, "block", (("x", X),)),
+              Event(True, "block.norm", (("x", X),)), Event(False, "block.norm", (("n", values["n"]),)),
+              Event(True, "block.mlp", (("s", values["s"].copy()),)), Event(False, "block.mlp", (("m", values["m"]),)),
+              Event(False, "block", (("m", values["m"]),)), Event(False, "", (("m", values["m"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "block.mlp" not in boundaries.unbounded and regions["block.mlp"].nodes == {4}
+    assert 3 not in regions["block.mlp"].unsure
+    moved = hold_boundaries({0: "block.norm", 1: "block", 2: "block", 3: "block.mlp", 4: "block.mlp"}, boundaries,
+                            constant_nodes(graph), {})
+    assert moved.get(3) == "block"
+
+
 def test_constants_a_call_took_its_values_from_ran_before_it():
     """The caller builds positions from constants alone (no graph input reaches them) and hands them to a call:
     those constant nodes are the caller's, whatever a strategy guessed."""
