@@ -609,6 +609,41 @@ def test_a_new_tensor_cut_back_out_of_a_concatenation_is_held_where_it_was_cut_n
     assert moved.get(3) == "block"
 
 
+def test_a_value_computed_from_sizes_once_and_expanded_is_held_where_it_was_computed():
+    """A mask computed from the input's sizes alone (data the file computes without the input's elements),
+    then expanded to the shape it has: the two nodes holding it are one value run on, not copies of a table
+    written for each reader, so the call taking it ran after the first and what computed it."""
+    graph, values = _run([helper.make_node("Shape", ["x"], ["s"]),
+                          helper.make_node("Cast", ["s"], ["m"], to=TensorProto.FLOAT),
+                          helper.make_node("Expand", ["m", "to"], ["e"]), helper.make_node("Sin", ["e"], ["r"])],
+                         X, {"to": np.array([2], dtype=np.int64)})
+    events = [Event(True, "", (("x", X),)), Event(True, "block", (("e", values["e"].copy()),)),
+              Event(False, "block", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert {0, 1} <= boundaries.ran_before["block"]
+    assert hold_boundaries({0: "block", 1: "block", 2: "block", 3: "block"}, boundaries, set(), {}) \
+        == {0: "", 1: ""}
+
+
+@pytest.mark.parametrize("gate_takes_it", [False, True])
+def test_a_function_of_a_weight_read_within_one_call_alone_goes_into_it_unless_the_call_took_it(gate_takes_it):
+    """A gate computes the sigmoid of its parameter and scales what it took by it; equal parameters elsewhere
+    left the sigmoid's owner open, so it is tagged with the block around the gate. All its readers ran in the
+    gate, so the gate computed it; not where the gate took the sigmoid as an input (its caller computed it)."""
+    weight = np.array([0.3, -1.2, 0.8], dtype=np.float32)
+    graph, values = _run([helper.make_node("Sigmoid", ["p"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"]),
+                          helper.make_node("Tanh", ["y"], ["t"])], X, {"p": weight})
+    taken = (("x", X), ("s", values["s"])) if gate_takes_it else (("x", X),)
+    events = [Event(True, "", (("x", X),)), Event(True, "block", (("x", X),)), Event(True, "block.gate", taken),
+              Event(False, "block.gate", (("y", values["y"]),)), Event(False, "block", (("t", values["t"]),)),
+              Event(False, "", (("t", values["t"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    constant = constant_nodes(graph)
+    moved = hold_boundaries({0: "block", 1: "block.gate", 2: "block"}, boundaries, constant,
+                            made_for_readers(graph, constant), {}, made_for_readers(graph, constant, weighed=True))
+    assert moved.get(0) == (None if gate_takes_it else "block.gate")
+
+
 def test_constants_a_call_took_its_values_from_ran_before_it():
     """The caller builds positions from constants alone (no graph input reaches them) and hands them to a call:
     those constant nodes are the caller's, whatever a strategy guessed."""

@@ -366,10 +366,11 @@ def recording_calls(model: "torch.nn.Module") -> Iterator[list[Event]]:
             handle.remove()
 
 
-def made_for_readers(graph: "onnx.GraphProto", constant: set[int]) -> dict[int, list[int]]:
+def made_for_readers(graph: "onnx.GraphProto", constant: set[int], weighed: bool = False) -> dict[int, list[int]]:
     """The constants computed from no weight (what the exporter writes for the operation reading it), each with
     the nodes computing from the graph's inputs that read it, directly or through other constants (the sizes of
-    a padding computed in several constant steps serve the one node padding a value)."""
+    a padding computed in several constant steps serve the one node padding a value). With ``weighed``, instead
+    the constants reading a weight (a function of a parameter: its sigmoid, its transpose)."""
     weights = {tensor.name for tensor in graph.initializer}
     producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
     readers: dict[int, set[int]] = defaultdict(set)
@@ -378,7 +379,8 @@ def made_for_readers(graph: "onnx.GraphProto", constant: set[int]) -> dict[int, 
             if name in producer:
                 readers[producer[name]].add(i)
     served = _served(constant, readers)
-    return {i: sorted(served[i]) for i in constant if not any(name in weights for name in graph.node[i].input)}
+    return {i: sorted(served[i]) for i in constant
+            if any(name in weights for name in graph.node[i].input) == weighed}
 
 
 def _served(nodes: set[int], readers: Mapping[int, Iterable[int]]) -> dict[int, set[int]]:
@@ -679,8 +681,13 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
 
     def copies(holders: list[int]) -> bool:
         """Whether the nodes holding a value are copies of data the file wrote more than once (a table written for
-        each reader): none computes anything, so the value places none of them."""
-        return len(holders) > 1 and all(i in data_free for i in holders)
+        each reader): none computes anything, so the value places none of them. Not where each holder passes
+        the first one's value on (:func:`passes_through`): the file wrote it once (a mask built from sizes,
+        then expanded), where the first holds it."""
+        if len(holders) < 2 or not all(i in data_free for i in holders):
+            return False
+        ordered = sorted(holders)
+        return not all(passes_through(later, ordered[0]) for later in ordered[1:])
 
     def is_input(array: "np.ndarray") -> bool:
         return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
@@ -1336,7 +1343,8 @@ def _after(names: list[str], producer: dict[str, int], start: int, inner: int) -
 
 
 def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skipped: set[int],
-                    made_for: dict[int, list[int]], owners: dict[int, Owned] | None = None) -> dict[int, str]:
+                    made_for: dict[int, list[int]], owners: dict[int, Owned] | None = None,
+                    weighed_for: dict[int, list[int]] | None = None) -> dict[int, str]:
     """The nodes whose module the call boundaries contradict, with the module they settle (module docstring).
 
     ``node_modules``: each node's module by position; ``skipped``: nodes these rules leave alone (constants);
@@ -1353,7 +1361,11 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     they ran. ``owners``: for nodes left open (``handed_on`` or ``between``), those of the modules it may have run
     in (the calls and their callers, :func:`_open_between`) owning a parameter or buffer (their own, not a
     child's) equal to a weight the node reads (:func:`weight_owners`); where one alone does, it ran in that call,
-    and so did what made the value it read from those tensors.
+    and so did what made the value it read from those tensors. ``weighed_for``: the constants computed from
+    weights (a function of a parameter), with their readers: where all its readers lie within a module below
+    the one it is tagged with, it goes to that module, unless a call of it took the value (``ran_before``): the
+    calls its readers ran in computed it (a gate's sigmoid of its own parameter, which equal parameters
+    elsewhere leave unowned).
     """
     inside: dict[int, list[str]] = defaultdict(list)
     regions_of: dict[int, list[CallRegion]] = defaultdict(list)
@@ -1469,6 +1481,14 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                                 [moved.get(r, node_modules.get(r, "")) for r in readers])
         if running is not None:
             moved[i] = running
+    for i, readers in (weighed_for or {}).items():
+        if i not in node_modules or not readers:
+            continue
+        tag = moved.get(i, node_modules[i])
+        within = _out_of_ran_before(i, common_ancestor(moved.get(r, node_modules.get(r, "")) for r in readers),
+                                    boundaries)
+        if within != tag and is_ancestor(tag, within):
+            moved[i] = within
     return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
 
 
@@ -1670,7 +1690,8 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     owners = weight_owners(graph, ctx.model, candidates, _weight_reader(weights), boundaries.holding) \
         if candidates else {}
     moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
-                            boundaries, constant, made_for_readers(graph, constant), owners)
+                            boundaries, constant, made_for_readers(graph, constant), owners,
+                            made_for_readers(graph, constant, weighed=True))
     return {keys[i]: module for i, module in moved.items()}
 
 
