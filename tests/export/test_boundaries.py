@@ -353,6 +353,20 @@ def test_a_value_a_call_took_cast_to_its_own_type_and_read_by_the_call_alone_was
     assert hold_boundaries({0: "", 1: "", 2: "", 3: "call"}, boundaries, set(), {}) == {}
 
 
+def test_a_result_an_earlier_call_returned_cast_to_its_own_type_and_read_by_the_next_call_alone_was_cast_in_it():
+    """act returns tanh(x); norm takes that very tensor, and a node only norm's Sin reads casts it to the type it
+    has (a norm computing in float32). Whether act cast it as it returned it or norm as it took it, the graph
+    and the values are the same: code casts a value where it computes with it, so norm ran the cast."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1),
+                          helper.make_node("Sin", ["v"], ["r"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)), Event(False, "act", (("t", values["t"]),)),
+              Event(True, "norm", (("t", values["t"]),)), Event(False, "norm", (("r", values["r"]),)),
+              Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 1 not in boundaries.unplaced
+    assert hold_boundaries({0: "act", 1: "act", 2: "norm"}, boundaries, set(), {}) == {1: "norm"}
+
+
 def test_a_call_given_numbers_leaves_the_integer_arithmetic_it_reads():
     """The caller reads a size and hands the call a number; the call expands a weight to it."""
     graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),

@@ -47,8 +47,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   not return no later code reads (a text model reshaping the rows it picked by its end tokens). Not where the
   call lies in an element of a list of layers: the next element may have computed the size again, merged by the
   exporter into the first one's node, and a tag in a sibling layer is the defect tags exist to end;
-- a value met first as a call's input, cast to the type it has by a node that only the call's nodes read, was
-  cast in the call: code casts a value where it computes with it (a norm computing in float32);
+- a value a call took, cast to the type it has by a node that only the call's nodes read, was cast in the call:
+  code casts a value where it computes with it (a norm computing in float32). Where an earlier call returned
+  that tensor it may have cast it as it returned it; the graph and the values are the same either way, and
+  this is the choice made between the two;
 - a node the values leave between two calls (above), passing a call's result on after the node that made it,
   or passing on what a call took where it returned a new tensor equal to it (:attr:`Boundaries.handed_on`: that
   call's or its caller's), that reads a weight equal to a parameter or buffer of one of the modules it may have
@@ -873,9 +875,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # unchanged and what shaped it (a view's sizes); integers computed from the model's inputs alone; in a
         # call given numbers, the integer arithmetic giving numbers equal to them
         doubtful = ancestors([i for i in sources if i in unsure], start) - before - constant
-        # but a value met first as this call's input, cast to the type it has by a node only the call's nodes
-        # read: code casts a value where it computes with it (a norm computing in float32), so the call ran it
-        doubtful -= {node for key, _ in inputs if key in fresh for node in runs_on.get(key, ())
+        # but a value the call took, cast to the type it has by a node only the call's nodes read: code casts a
+        # value where it computes with it (a norm computing in float32), so the call ran it. (Where an earlier
+        # call returned the value, it may have cast it as it returned it: the graph and the values are the same
+        # either way, and this takes the call computing with it)
+        doubtful -= {node for key, _ in inputs for node in runs_on.get(key, ())
                      if node in nodes and graph.node[node].op_type in CASTS and carries(node, key)
                      and all(r in nodes for r in readers.get(node, ()))}
         if numbers:
