@@ -876,12 +876,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # call given numbers, the integer arithmetic giving numbers equal to them
         doubtful = ancestors([i for i in sources if i in unsure], start) - before - constant
         # but a value the call took, cast to the type it has by a node only the call's nodes read: code casts a
-        # value where it computes with it (a norm computing in float32), so the call ran it. (Where an earlier
-        # call returned the value, it may have cast it as it returned it: the graph and the values are the same
-        # either way, and this takes the call computing with it)
+        # value where it computes with it (a norm computing in float32), so the call ran it. Where an earlier call
+        # returned that tensor, it may have cast it as it returned it (the graph and the values are the same
+        # either way): then only where the call's own nodes read the cast, none in a call it made (which may
+        # have been handed what the earlier call cast)
         doubtful -= {node for key, _ in inputs for node in runs_on.get(key, ())
                      if node in nodes and graph.node[node].op_type in CASTS and carries(node, key)
-                     and all(r in nodes for r in readers.get(node, ()))}
+                     and all(r in nodes and (key in fresh or r in results
+                                             or r not in ended_inside and claimed.get(r, -1) < mark)
+                             for r in readers.get(node, ()))}
         if numbers:
             doubtful |= _giving_numbers(nodes, numbers, graph, producer, values, integer)
         # the numbers it took (sizes, also as tensors of one integer: an exporter's trace makes them tensors)
