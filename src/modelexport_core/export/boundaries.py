@@ -879,9 +879,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # value where it computes with it (a norm computing in float32), so the call ran it. Where an earlier call
         # returned that tensor, it may have cast it as it returned it (the graph and the values are the same
         # either way): then only where the call's own nodes read the cast, none in a call it made (which may
-        # have been handed what the earlier call cast)
+        # have been handed what the earlier call cast), and not where the two calls lie in two elements of one
+        # list of layers (a tag in a sibling layer is the defect tags exist to end: ``carried`` settles those)
         doubtful -= {node for key, _ in inputs for node in runs_on.get(key, ())
                      if node in nodes and graph.node[node].op_type in CASTS and carries(node, key)
+                     and (key in fresh or not in_sibling_elements(returned_by.get(key, ""), event.module))
                      and all(r in nodes and (key in fresh or r in results
                                              or r not in ended_inside and claimed.get(r, -1) < mark)
                              for r in readers.get(node, ()))}
