@@ -878,14 +878,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # but a value the call took, cast to the type it has by a node only the call's nodes read: code casts a
         # value where it computes with it (a norm computing in float32), so the call ran it. Where an earlier call
         # returned that tensor, it may have cast it as it returned it (the graph and the values are the same
-        # either way): then only where the call's own nodes read the cast, none in a call it made (which may
-        # have been handed what the earlier call cast), and not where the two calls lie in two elements of one
-        # list of layers (a tag in a sibling layer is the defect tags exist to end: ``carried`` settles those)
+        # either way): then only where the call's own nodes compute with the cast (none in a call it made, which
+        # may have been handed what the earlier call cast, and none passing the value on: a scale of ones), and
+        # not where the two calls lie in two elements of one list of layers (a tag in a sibling layer is the
+        # defect tags exist to end: ``carried`` settles those)
         doubtful -= {node for key, _ in inputs for node in runs_on.get(key, ())
                      if node in nodes and graph.node[node].op_type in CASTS and carries(node, key)
                      and (key in fresh or not in_sibling_elements(returned_by.get(key, ""), event.module))
-                     and all(r in nodes and (key in fresh or r in results
-                                             or r not in ended_inside and claimed.get(r, -1) < mark)
+                     and all(r in nodes and (key in fresh or r not in runs_on[key] and (
+                         r in results or r not in ended_inside and claimed.get(r, -1) < mark))
                              for r in readers.get(node, ()))}
         if numbers:
             doubtful |= _giving_numbers(nodes, numbers, graph, producer, values, integer)
