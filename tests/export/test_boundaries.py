@@ -367,6 +367,20 @@ def test_a_result_an_earlier_call_returned_cast_to_its_own_type_and_read_by_the_
     assert hold_boundaries({0: "act", 1: "act", 2: "norm"}, boundaries, set(), {}) == {1: "norm"}
 
 
+def test_a_cast_of_a_returned_tensor_read_only_by_a_scale_of_ones_is_not_moved_into_the_next_call():
+    """norm casts its value back to the type it has and scales it by a weight of ones: cast and scale pass its
+    result on. proj takes that result; the cast's one reader passes the value on, so proj computes nothing with
+    the cast, and the cast is not moved into proj."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1),
+                          helper.make_node("Mul", ["ones", "v"], ["m"]), helper.make_node("Sin", ["m"], ["r"])],
+                         X, {"ones": np.ones(3, dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)), Event(True, "norm", (("x", X),)), Event(False, "norm", (("t", values["t"]),)),
+              Event(True, "proj", (("t", values["t"]),)), Event(False, "proj", (("r", values["r"]),)),
+              Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "proj" not in hold_boundaries({0: "norm", 1: "norm", 2: "norm", 3: "proj"}, boundaries, set(), {}).values()
+
+
 def test_a_call_given_numbers_leaves_the_integer_arithmetic_it_reads():
     """The caller reads a size and hands the call a number; the call expands a weight to it."""
     graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),
