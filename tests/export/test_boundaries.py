@@ -703,21 +703,6 @@ def test_a_value_whose_rows_the_runtime_ordered_otherwise_is_found():
     assert boundaries.unbounded == set() and regions["router"] == {0} and regions["experts"] == {1}
 
 
-def test_a_value_whose_rows_along_its_first_axis_the_runtime_ordered_otherwise_is_found():
-    """Tokens routed to experts are gathered expert by expert in an order the runtime computes: PyTorch's rows
-    come in one order, the file's in another, and the calls computing from them row by row follow that order."""
-    x = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -3.0], [-0.75, 1.25, 0.1]], dtype=np.float32)
-    graph, values = _run([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Tanh", ["n"], ["t"]),
-                          helper.make_node("Sin", ["t"], ["s"])], x)
-    swapped = {name: values[name][[2, 0, 1]].copy() for name in ("n", "t")}
-    events = [Event(True, "", (("x", x),)), Event(True, "router", (("x", x),)),
-              Event(False, "router", (("n", swapped["n"]),)), Event(True, "experts", (("n", swapped["n"]),)),
-              Event(False, "experts", (("t", swapped["t"]),)), Event(False, "", (("s", values["s"]),))]
-    boundaries = call_regions(graph, values, events, [x])
-    regions = {region.module: region.nodes for region in boundaries.regions}
-    assert boundaries.unbounded == set() and regions["router"] == {0} and regions["experts"] == {1}
-
-
 def test_a_size_of_the_models_input_goes_with_the_reader_the_boundaries_move():
     """A call reshapes its work to its input's shape: the size read from the model's input is placed by no call's
     values (an exporter may read it anywhere), so it follows the node reading it into the call."""

@@ -1303,24 +1303,14 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
 
 
 def _rows_reordered(held: "np.ndarray", recorded: "np.ndarray") -> bool:
-    """Whether a node output holds a recorded value's rows (along its last axis) each in another order, or its
-    rows along its first axis in another order.
+    """Whether a node output holds a recorded value's rows (along its last axis) each in another order.
 
     An operation whose result order is unspecified (``topk(sorted=False)``) may order each row differently in
-    each runtime, and every value computed from it element by element follows; rows gathered by an index the
-    runtime computes in its own order (the tokens routed to each expert of a mixture, expert by expert) come in
-    that order, and every value computed from them row by row follows.
+    each runtime, and every value computed from it element by element follows.
     """
     import numpy as np
 
-    if held.shape != recorded.shape:
-        return False
-    if same_values(np.sort(held, axis=-1), np.sort(recorded, axis=-1)):
-        return True
-    if held.ndim < 2 or held.shape[0] < 2:
-        return False
-    rows, other = held.reshape(held.shape[0], -1), recorded.reshape(recorded.shape[0], -1)
-    return same_values(rows[np.lexsort(rows.T[::-1])], other[np.lexsort(other.T[::-1])])
+    return held.shape == recorded.shape and same_values(np.sort(held, axis=-1), np.sort(recorded, axis=-1))
 
 
 def _nearly_uniform(value: "np.ndarray", ends: "tuple[np.floating, np.floating] | None" = None) -> bool:
