@@ -60,6 +60,9 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   is read as that call's value, not as the weights it was made from (:func:`weight_owners`);
 - a constant made for its readers (computed from no weight) written between two nodes of a call's region, read
   only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in;
+- a constant computed from weights (a function of a parameter: a gate's sigmoid of its own parameter, whose
+  owner equal parameters elsewhere leave open) whose readers all lie within a module below the one it is tagged
+  with goes into that module, unless a call of it took the value (:attr:`Boundaries.ran_before`);
 - integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor: each
   number unsqueezed, then joined), reading no value's sizes itself, goes where that node goes: the exporter
   writes it where the operand is used (:attr:`Boundaries.built_for`);
