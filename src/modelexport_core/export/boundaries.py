@@ -1191,6 +1191,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     start, inner = span
     claimed, mark = claims
 
+    def one_run(holders: list[int]) -> bool:
+        """Whether each of the nodes holding a value (in order) passes on the one before it."""
+        return all(passes_on(later, earlier) for earlier, later in zip(holders, holders[1:]))
+
     def uniform_holder(array: "np.ndarray") -> int | None:
         """The node holding a result of one number repeated (a branch scaled by zeros returns zeros, attention
         weights of equal scores): the first of the nodes holding that number in that shape written after the call
@@ -1257,12 +1261,12 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             sources.extend(held)
             unsure.update(held)
             continue
-        if not all(passes_on(later, earlier) for earlier, later in zip(before, before[1:])):
+        if not one_run(before):
             # not one value run on: a tensor met for the first time is none a node holding a tensor met before
             # holds, where the others are one run (a slice of a concatenation giving back a layer's result)
             holding = set(known.values())
             before = [i for i in before if i not in holding]
-            if not before or not all(passes_on(later, earlier) for earlier, later in zip(before, before[1:])):
+            if not before or not one_run(before):
                 return None  # which one it took is not settled
         sources.append(before[0])  # the value ran on unchanged: the call took the first, or one after it
         sources.extend(before[1:])
