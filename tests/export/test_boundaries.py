@@ -672,6 +672,22 @@ def test_a_function_of_a_weight_read_within_one_call_alone_goes_into_it_unless_t
     assert moved.get(0) == (None if gate_takes_it else "block.gate")
 
 
+def test_a_function_of_a_weight_read_in_two_layers_does_not_go_into_their_list():
+    """The sigmoid of a weight is read by two layers of a list (a container that runs no node of its own): it
+    stays with the caller, not in the list both layers lie in."""
+    weight = np.array([0.3, -1.2, 0.8], dtype=np.float32)
+    graph, values = _run([helper.make_node("Sigmoid", ["p"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"]),
+                          helper.make_node("Add", ["y", "s"], ["z"])], X, {"p": weight})
+    events = [Event(True, "", (("x", X),)), Event(True, "layers.0", (("x", X),)),
+              Event(False, "layers.0", (("y", values["y"]),)), Event(True, "layers.1", (("y", values["y"]),)),
+              Event(False, "layers.1", (("z", values["z"]),)), Event(False, "", (("z", values["z"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    constant = constant_nodes(graph)
+    moved = hold_boundaries({0: "", 1: "layers.0", 2: "layers.1"}, boundaries, constant,
+                            made_for_readers(graph, constant), {}, made_for_readers(graph, constant, weighed=True))
+    assert 0 not in moved
+
+
 def test_constants_a_call_took_its_values_from_ran_before_it():
     """The caller builds positions from constants alone (no graph input reaches them) and hands them to a call:
     those constant nodes are the caller's, whatever a strategy guessed."""

@@ -61,8 +61,8 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 - a constant made for its readers (computed from no weight) written between two nodes of a call's region, read
   only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in;
 - a constant computed from weights (a function of a parameter: a gate's sigmoid of its own parameter, whose
-  owner equal parameters elsewhere leave open) whose readers all lie within a module below the one it is tagged
-  with goes into that module, unless a call of it took the value (:attr:`Boundaries.ran_before`);
+  owner equal parameters elsewhere leave open) whose readers all lie within a module called below the one it
+  is tagged with goes into that module, unless a call of it took the value (:attr:`Boundaries.ran_before`);
 - integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor: each
   number unsqueezed, then joined), reading no value's sizes itself, goes where that node goes: the exporter
   writes it where the operand is used (:attr:`Boundaries.built_for`);
@@ -1504,6 +1504,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         tag = moved.get(i, node_modules[i])
         within = _out_of_ran_before(i, common_ancestor(moved.get(r, node_modules.get(r, "")) for r in readers),
                                     boundaries)
+        while within and boundaries.called and within not in boundaries.called:  # a container runs no node
+            within = within.rpartition(".")[0]
         if within != tag and is_ancestor(tag, within):
             moved[i] = within
     return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
