@@ -39,6 +39,13 @@ if TYPE_CHECKING:
     from modelexport_core.sdk import ExactValues
 
 
+ROUNDED_SUBNORMALS = 2.0**24 * 1.1754944e-38
+"""A float value no larger than this (2^24 times float32's smallest normal number, about 2e-31) has faded, though
+its numbers are normal: within float32's 24 bits of precision of the subnormals, it may be computed from them
+(a norm's variance of such a value underflows, and the norm divides by the root of its epsilon), and runtimes
+round and flush subnormals differently, so its elements tell neither where it came from nor which call's value
+it equals."""
+
 SHAPE_OP = "Shape"
 """The ONNX operator reading a tensor's shape: the one node kind a recorded shape read can be."""
 
@@ -293,6 +300,10 @@ def project(
             measured = measure(value) if value is not None and getattr(value, "dtype", None) is not None \
                 and value.dtype.kind in "fciub" else None
             own_scale = measured[2] if measured is not None else None
+            # faded (zeros, subnormals and what was computed from them): the value tells nothing
+            fades = value is not None and (faded(value, own_scale) or own_scale is not None
+                                           and getattr(value, "dtype", None) is not None and value.dtype.kind == "f"
+                                           and own_scale < ROUNDED_SUBNORMALS)
             found: list[tuple[int, int, int, int]] = []
             same: list[int] = []
             reordered = False
@@ -302,7 +313,7 @@ def project(
                     ancestors,
                 )
                 found = [(shape_reads[node_index][0], 1, 0, 0)] if shape_reads[node_index] else []
-            elif value is not None and informative(value, own_scale):
+            elif value is not None and not fades and informative(value, own_scale):
                 # no value equal to it: one holding its elements in another order (a result whose
                 # order is unspecified, and the values computed from it row by row)
                 same = candidates.find(value, measured)
@@ -331,7 +342,7 @@ def project(
                 # an empty or faded value may equal any output of its shape: data flow and parameters decide
                 # (a value some call returned exactly is matched among those calls first)
                 lookups = [candidates.of_shape] if value.size == 0 else \
-                    [candidates.find, *([candidates.of_shape] if faded(value, own_scale) else [])]
+                    [candidates.find, *([candidates.of_shape] if fades else [])]
                 plausible = []
                 for lookup in lookups:
                     same = lookup(value, measured)
