@@ -1430,6 +1430,12 @@ _TEXT = dict(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_
 
 # More architectures from transformers configs, beyond the core's presets.
 ARCHITECTURES = {
+    # random weights fade its later stages to numbers near the subnormals; a norm scales them up to normal numbers
+    # that are only their rounding (data flow, not elements, must place the stages' norms, layouts and projections)
+    "mobilevit": lambda: _transformers_model("MobileViTConfig", "MobileViTModel", image_size=64, patch_size=8,
+                                             hidden_sizes=[16, 32, 64], neck_hidden_sizes=[16, 32, 64, 128, 128, 128,
+                                                                                           128],
+                                             num_attention_heads=4, mlp_ratio=2.0, expand_ratio=4.0),
     "opt": lambda: _transformers_model("OPTConfig", "OPTModel", vocab_size=128, hidden_size=32, num_hidden_layers=2,
                                        num_attention_heads=4, ffn_dim=37, max_position_embeddings=64,
                                        word_embed_proj_dim=32),
