@@ -40,11 +40,11 @@ if TYPE_CHECKING:
 
 
 ROUNDED_SUBNORMALS = 2.0**24 * 1.1754944e-38
-"""A float value no larger than this (2^24 times float32's smallest normal number, about 2e-31) has faded, though
-its numbers are normal: within float32's 24 bits of precision of the subnormals, it may be computed from them
-(a norm's variance of such a value underflows, and the norm divides by the root of its epsilon), and runtimes
-round and flush subnormals differently, so its elements tell neither where it came from nor which call's value
-it equals."""
+"""A float value no larger than this (2^24 times float32's smallest normal number, about 2e-31) that equals no call
+has faded, though its numbers are normal: within float32's 24 bits of precision of the subnormals, it may be
+computed from them (a norm's variance of such a value underflows, and the norm divides by the root of its epsilon),
+and runtimes round and flush subnormals differently. Data flow decides its call, as for a faded value; one
+that equals a call is that call's as any other value."""
 
 SHAPE_OP = "Shape"
 """The ONNX operator reading a tensor's shape: the one node kind a recorded shape read can be."""
@@ -300,10 +300,9 @@ def project(
             measured = measure(value) if value is not None and getattr(value, "dtype", None) is not None \
                 and value.dtype.kind in "fciub" else None
             own_scale = measured[2] if measured is not None else None
-            # faded (zeros, subnormals and what was computed from them): the value tells nothing
-            fades = value is not None and (faded(value, own_scale) or own_scale is not None
-                                           and getattr(value, "dtype", None) is not None and value.dtype.kind == "f"
-                                           and own_scale < ROUNDED_SUBNORMALS)
+            # near the subnormals, a value no call equals may be their rounding scaled up: taken for faded
+            rounded = own_scale is not None and own_scale < ROUNDED_SUBNORMALS and value.dtype.kind == "f"
+            by_elements = False
             found: list[tuple[int, int, int, int]] = []
             same: list[int] = []
             reordered = False
@@ -313,7 +312,8 @@ def project(
                     ancestors,
                 )
                 found = [(shape_reads[node_index][0], 1, 0, 0)] if shape_reads[node_index] else []
-            elif value is not None and not fades and informative(value, own_scale):
+            elif value is not None and informative(value, own_scale):
+                by_elements = True
                 # no value equal to it: one holding its elements in another order (a result whose
                 # order is unspecified, and the values computed from it row by row)
                 same = candidates.find(value, measured)
@@ -338,9 +338,11 @@ def project(
                     projection.ambiguous += 1
                 elif not found:
                     projection.unmatched_values += 1
-            elif value is not None and getattr(value, "size", 1) != 1 and frontier:
+            if value is not None and getattr(value, "size", 1) != 1 and frontier and node.op_type != SHAPE_OP \
+                    and (not by_elements or rounded and not same):
                 # an empty or faded value may equal any output of its shape: data flow and parameters decide
                 # (a value some call returned exactly is matched among those calls first)
+                fades = rounded or faded(value, own_scale)
                 lookups = [candidates.of_shape] if value.size == 0 else \
                     [candidates.find, *([candidates.of_shape] if fades else [])]
                 plausible = []
