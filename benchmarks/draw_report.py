@@ -169,7 +169,8 @@ def zoo_section(heldout_path: Path, dev_path: Path | None) -> str:
              f"`{meta['command'].replace('python ', '.venv-bench/bin/python ', 1)}` ({meta['date']}; "
              f"`make bench-install` first). {len(meta['models'])} models, one seeded random configuration of each of "
              f"{len(meta['models'])} families (transformers model types, timm, torchvision), batch {batch}; "
-             + (f"{unbuilt} drawn configurations did not build or run in PyTorch and count for no strategy. "
+             + ("every drawn configuration builds and runs in PyTorch. " if unbuilt == 0 else
+                f"{unbuilt} drawn configurations did not build or run in PyTorch and count for no strategy. "
                 if unbuilt != 1 else "1 drawn configuration did not build or run in PyTorch and counts for no strategy. ")
              + (f"The development draw is beside it (seed 0, studied freely: `{dev.meta['command']}`, "
                 f"{len(dev.meta['models'])} models, three configurations of each of "
