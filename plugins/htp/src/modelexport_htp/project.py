@@ -340,8 +340,9 @@ def project(
                     projection.unmatched_values += 1
             if value is not None and getattr(value, "size", 1) != 1 and frontier and node.op_type != SHAPE_OP \
                     and (not by_elements or rounded and not same):
-                # an empty or faded value may equal any output of its shape: data flow and parameters decide
-                # (a value some call returned exactly is matched among those calls first)
+                # an empty or faded value (or one near the subnormals no call equals) may equal any output of its
+                # shape: data flow and parameters decide (a value some call returned exactly is matched among
+                # those calls first)
                 fades = rounded or faded(value, own_scale)
                 lookups = [candidates.of_shape] if value.size == 0 else \
                     [candidates.find, *([candidates.of_shape] if fades else [])]
