@@ -13,7 +13,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
   ``StreamedTensor``, ``StreamedModel``; values: ``value_checksum``, ``value_fingerprint``, ``ExactValues``,
   ``intermediate_values`` (every node output of a file, computed by onnxruntime), ``ValueIndex`` with ``informative``, ``faded``,
   ``identical``, ``same_values``, ``measure``, ``transposed_measure``, ``may_be_same``, ``summary``, ``scale`` (finding
-  values equal up to two runtimes' rounding);
+  values equal up to two runtimes' rounding), ``TINY`` (float32's smallest normal number);
 - exporting: ``as_exported`` (a model run the way an exporter runs it), ``export_torchscript``, ``export_dynamo``, ``export_in_turn``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``,
   ``recorded_output_names`` (the output names a capture's run recorded, where the model had not run before);
 - messages: ``first_line``.
@@ -40,6 +40,7 @@ from modelexport_core.format.onnx_file import (
 )
 from modelexport_core.format.tags import common_ancestor, in_sibling_elements, is_ancestor, parent_qualname
 from modelexport_core.format.value_index import (
+    TINY,
     ValueIndex,
     faded,
     identical,
@@ -89,6 +90,7 @@ __all__ = [
     "intermediate_values",
     "informative",
     "faded",
+    "TINY",
     "identical",
     "may_be_same",
     "measure",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple
 
 from modelexport_core.sdk import (
+    TINY,
     GraphIndex,
     ValueIndex,
     faded,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from modelexport_core.sdk import ExactValues
 
 
-ROUNDED_SUBNORMALS = 2.0**24 * 1.1754944e-38
+ROUNDED_SUBNORMALS = 2.0**24 * TINY
 """A float value no larger than this (2^24 times float32's smallest normal number, about 2e-31) that equals no call
 has faded, though its numbers are normal: within float32's 24 bits of precision of the subnormals, it may be
 computed from them (a norm's variance of such a value underflows, and the norm divides by the root of its epsilon),
