@@ -989,8 +989,18 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
              and (whole := values.get(node.input[0])) is not None and (part := values.get(node.output[0])) is not None
              and whole.shape == part.shape and np.array_equal(whole, part)}
     # integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor: each
-    # number unsqueezed, then concatenated), reading no value's sizes itself: written where that operand is used
-    listing = {i for i in integer - sizing - constant if not any(j in sizing for j in made_from[i])}
+    # number unsqueezed, then concatenated): written where that operand is used. So are the sizes it reads of a
+    # value held outside every call (one a call took or returned, the model's input) or of its own integers: its
+    # code holds that value. Sizes read off a value made inside a call may be that call's own (returned by it)
+    held = {*known.values(), *(i for nodes in runs_on.values() for i in nodes)}
+    listing: set[int] = set()
+    for i in sorted(integer - constant):
+        if i in sizing:
+            if all(name in graph_inputs or name in producer and (producer[name] in held or producer[name] in listing)
+                   for name in graph.node[i].input if name):
+                listing.add(i)
+        elif not any(j in sizing and j not in listing for j in made_from[i]):
+            listing.add(i)
     built_for = {i: sorted(nodes) for i, nodes in _served(listing, readers).items()
                  if len(nodes) == 1 and not nodes & integer}
     return Boundaries(regions, unbounded, loose, unplaced,
