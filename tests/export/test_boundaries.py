@@ -840,6 +840,40 @@ def test_a_call_returning_a_size_still_bounds_every_node_but_integer_arithmetic(
     assert moved == {9: "", 6: "", 8: "", 5: "", 7: ""}
 
 
+def _masked_by_the_sizes_of_a_result() -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
+    """pre returns r = sin(x) and a mask cos(x); the caller reads r's number of rows, expands the mask to that many
+    rows (the number unsqueezed and joined with the row's length: the mask's own shape) and hands r and the mask to
+    layer: tanh(r + mask)."""
+    def ints(name: str, value: list[int] | int) -> onnx.NodeProto:
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
+
+    graph, values = _run([
+        helper.make_node("Sin", ["x"], ["r"]), helper.make_node("Cos", ["x"], ["m"]),
+        helper.make_node("Shape", ["r"], ["s"]), ints("first", 0), helper.make_node("Gather", ["s", "first"], ["n"]),
+        ints("axes", [0]), helper.make_node("Unsqueeze", ["n", "axes"], ["nu"]), ints("width", [X.shape[1]]),
+        helper.make_node("Concat", ["nu", "width"], ["shape"], axis=0),
+        helper.make_node("Expand", ["m", "shape"], ["mask"]), helper.make_node("Add", ["r", "mask"], ["sum"]),
+        helper.make_node("Tanh", ["sum"], ["out"]),
+    ], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "pre", (("x", X),)),
+              Event(False, "pre", (("r", values["r"]), ("m", values["m"]))),
+              Event(True, "layer", (("r", values["r"]), ("mask", values["mask"]))),
+              Event(False, "layer", (("out", values["out"]),)), Event(False, "", (("out", values["out"]),))]
+    return graph, events, values
+
+
+def test_sizes_read_off_a_value_held_outside_every_call_go_with_the_operand_they_build():
+    """The caller held r (pre returned it): the sizes it read off r to build the shape the mask is expanded to,
+    and the arithmetic after them, were written where the shape is used: in the caller, as the expand (the first
+    node passing on a tensor layer took, made after pre ended) ran before layer began."""
+    graph, events, values = _masked_by_the_sizes_of_a_result()
+    boundaries = call_regions(graph, values, events, [X])
+    constant = constant_nodes(graph)
+    tags = {0: "pre", 1: "pre", **{i: "layer" for i in range(2, len(graph.node))}}
+    moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+    assert moved == {i: "" for i in range(2, len(graph.node) - 2)}
+
+
 def _cropped(also_read: bool) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
     """join stacks tanh(x) on itself and crops the rows of the stack to all of them; then take returns sin of
     what join returned. With ``also_read``, the caller reads the stack too (cos of it)."""
