@@ -874,6 +874,43 @@ def test_sizes_read_off_a_value_held_outside_every_call_go_with_the_operand_they
     assert moved == {i: "" for i in range(2, len(graph.node) - 2)}
 
 
+def _positions_written_twice() -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
+    """The caller counts positions off x's row length (a range), pre returns sin(x), and rot adds the positions
+    it took to that; the caller then scales rot's result by the positions, which the file computes again."""
+    def ints(name: str, value: int) -> onnx.NodeProto:
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
+
+    def positions(suffix: str) -> list[onnx.NodeProto]:
+        return [helper.make_node("Shape", ["x"], [f"s{suffix}"]),
+                helper.make_node("Gather", [f"s{suffix}", "axis"], [f"n{suffix}"]),
+                helper.make_node("Range", ["zero", f"n{suffix}", "step"], [f"p{suffix}"])]
+
+    floats = helper.np_dtype_to_tensor_dtype(X.dtype)
+    graph, values = _run([
+        ints("axis", 1), ints("zero", 0), ints("step", 1), *positions(""),
+        helper.make_node("Sin", ["x"], ["t"]), helper.make_node("Cast", ["p"], ["pf"], to=floats),
+        helper.make_node("Add", ["t", "pf"], ["out"]), *positions("2"),
+        helper.make_node("Cast", ["p2"], ["pf2"], to=floats), helper.make_node("Mul", ["out", "pf2"], ["y"]),
+    ], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "pre", (("x", X),)),
+              Event(False, "pre", (("t", values["t"]),)),
+              Event(True, "rot", (("t", values["t"]), ("positions", values["p"]))),
+              Event(False, "rot", (("out", values["out"]),)), Event(False, "", (("y", values["y"]),))]
+    return graph, events, values
+
+
+def test_what_computed_a_copy_written_before_a_call_began_ran_before_it():
+    """The file wrote the positions rot took twice (copies: which one it took is not known), but the first copy
+    lies before pre's result, so it and what computed it ran before rot began: rot's cast of them moves into rot,
+    the range and the sizes it counts from stay in the caller."""
+    graph, events, values = _positions_written_twice()
+    boundaries = call_regions(graph, values, events, [X])
+    constant = constant_nodes(graph)
+    tags = {i: "" for i in range(len(graph.node))} | {6: "pre", 8: "rot"}
+    moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+    assert moved == {7: "rot"}
+
+
 def _cropped(also_read: bool) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
     """join stacks tanh(x) on itself and crops the rows of the stack to all of them; then take returns sin of
     what join returned. With ``also_read``, the caller reads the stack too (cos of it)."""

@@ -787,11 +787,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # the first time is held by the first node equal to it at the latest, unless it is the model's input (no
         # node holds it: the nodes equal to it may be the call's own, a scale of ones)
         # (a node inside a call that ended, other than its results, holds no tensor a later call takes: an equal
-        # one was computed again, a reshape the caller wrote of what an earlier child reshaped for itself)
+        # one was computed again, a reshape the caller wrote of what an earlier child reshaped for itself). Of
+        # copies the file wrote for each reader, which one it took is not known, but one written before the last
+        # call result found before it began (``start``) ran before it, as did what computed that copy
         taken = [known[key] if key in known else min([i for i in holders if i not in ended_inside] or holders)
                  for key, array in inputs
                  if key in known or informative(array) and not is_input(array)
-                 and (holders := [producer[name] for name in find(array)]) and not copies(holders)]
+                 and (holders := [producer[name] for name in find(array)])
+                 and (not copies(holders) or min(holders) <= start)]
         # (so did what computed a value it took from the model's inputs alone, a mask or positions, however early)
         ran_before = computed_before(taken, begun[-1][0] if begun else -1)
         calls_before.append((event.module, ran_before))
