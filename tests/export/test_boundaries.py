@@ -911,6 +911,20 @@ def test_what_computed_a_copy_written_before_a_call_began_ran_before_it():
     assert moved == {7: "rot"}
 
 
+def test_a_module_whose_calls_returned_nothing_but_empty_tensors_runs_no_node():
+    """compress (and the projection it called) returned a tensor of no element: data leaves a call through its
+    results, so no node of the graph ran in either; the nodes tagged with them go to the caller."""
+    graph, values = _run([helper.make_node("Sin", ["x"], ["t"]), helper.make_node("Cos", ["t"], ["y"])], X)
+    empty = np.zeros((0, X.shape[1]), X.dtype)
+    events = [Event(True, "", (("x", X),)), Event(True, "compress", (("x", X),)),
+              Event(True, "compress.proj", (("x", X),)), Event(False, "compress.proj", (("p", values["t"]),)),
+              Event(False, "compress", (("none", empty),)), Event(False, "", (("y", values["y"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.called == {""}
+    moved = hold_boundaries({0: "compress.proj", 1: "compress"}, boundaries, set(), {})
+    assert moved == {0: "", 1: ""}
+
+
 def _cropped(also_read: bool) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
     """join stacks tanh(x) on itself and crops the rows of the stack to all of them; then take returns sin of
     what join returned. With ``also_read``, the caller reads the stack too (cos of it)."""

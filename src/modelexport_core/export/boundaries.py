@@ -237,7 +237,8 @@ class Boundaries:
     """For the unplaced nodes that ran in a call or in its caller (not the model inputs' integers, which may run
     anywhere): the modules of those calls. Calls enclosing them still pull such a node in."""
     called: set[str] = field(default_factory=set)
-    """Every module some call of which ran (bounded or not); empty where that is not known."""
+    """Every module some call of which ran (bounded or not) and handed something on (not every call returning
+    tensors of no element alone, nor a call below one that did); empty where that is not known."""
     ran_before: dict[str, set[int]] = field(default_factory=dict)
     """For each module, the nodes every call of it took values computed from (they ran before it began)."""
     sizes: dict[int, list[int]] = field(default_factory=dict)
@@ -275,7 +276,8 @@ class Boundaries:
     """The nodes computing integers (sizes, indices, flags)."""
     built_for: dict[int, list[int]] = field(default_factory=dict)
     """Integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor),
-    reading no value's sizes itself, with that node: the exporter writes it where the operand is used."""
+    with that node: the exporter writes it where the operand is used. Sizes it reads count where they are read off
+    a value held outside every call (one a call took or returned, the model's input) or off its own integers."""
     crops: dict[int, int] = field(default_factory=dict)
     """Slices taking the whole of a value nothing else reads (cropping nothing), with the node making that value:
     code crops what it padded or joined itself, so such a crop ran where the value was made."""
@@ -1008,11 +1010,24 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                  if len(nodes) == 1 and not nodes & integer}
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
-                      {event.module for event in events},
+                      {event.module for event in events} - _emptied(events),
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), {*known.values(), *(i for nodes in runs_on.values() for i in nodes)},
                       dict(handed_on), shaped_within, sized, integer, built_for, crops)
+
+
+def _emptied(events: list[Event]) -> set[str]:
+    """The modules every call of which returned tensors of no element alone, and the modules below them: data
+    leaves a call through its results, so the graph (what its outputs are computed from) holds no node that ran
+    in such a call."""
+    ends: dict[str, list[Event]] = defaultdict(list)
+    for event in events:
+        if not event.begins:
+            ends[event.module].append(event)
+    empty = {module for module, found in ends.items()
+             if all(event.values and all(array.size == 0 for _, array in event.values) for event in found)}
+    return {module for module in ends if any(module == e or module.startswith(e + ".") for e in empty)}
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
