@@ -997,11 +997,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     # number unsqueezed, then concatenated): written where that operand is used. So are the sizes it reads of a
     # value held outside every call (one a call took or returned, the model's input) or of its own integers: its
     # code holds that value. Sizes read off a value made inside a call may be that call's own (returned by it)
-    held = {*known.values(), *(i for nodes in runs_on.values() for i in nodes)}
+    call_values = {*known.values(), *(i for nodes in runs_on.values() for i in nodes)}  # nodes holding calls' values
     listing: set[int] = set()
     for i in sorted(integer - constant):
         if i in sizing:
-            if all(name in graph_inputs or name in producer and (producer[name] in held or producer[name] in listing)
+            if all(name in graph_inputs or name in producer and (producer[name] in call_values or producer[name] in listing)
                    for name in graph.node[i].input if name):
                 listing.add(i)
         elif not any(j in sizing and j not in listing for j in made_from[i]):
@@ -1013,7 +1013,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {event.module for event in events} - _emptied(events),
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
-                      dict(ran_after), {*known.values(), *(i for nodes in runs_on.values() for i in nodes)},
+                      dict(ran_after), call_values,
                       dict(handed_on), shaped_within, sized, integer, built_for, crops)
 
 
