@@ -925,6 +925,27 @@ def test_a_module_whose_calls_returned_nothing_but_empty_tensors_runs_no_node():
     assert moved == {0: "", 1: ""}
 
 
+def test_a_call_made_the_constants_holding_its_result():
+    """pos returns a table computed from constants alone (positions at static sizes: cos of a row squared), after
+    pre's result and from nothing pos took: pos made it, and the constants computed for it alone; the caller adds
+    it to pre's result."""
+    row = numpy_helper.from_array(np.arange(1, X.shape[1] + 1, dtype=X.dtype))
+    graph, values = _run([
+        helper.make_node("Sin", ["x"], ["t"]), helper.make_node("Constant", [], ["c"], value=row),
+        helper.make_node("Mul", ["c", "c"], ["sq"]), helper.make_node("Cos", ["sq"], ["table"]),
+        helper.make_node("Add", ["t", "table"], ["y"]),
+    ], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "pre", (("x", X),)),
+              Event(False, "pre", (("t", values["t"]),)), Event(True, "pos", (("t", values["t"]),)),
+              Event(False, "pos", (("table", values["table"]),)), Event(False, "", (("y", values["y"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    constant = constant_nodes(graph)
+    assert constant == {1, 2, 3}
+    moved = hold_boundaries({0: "pre", 1: "", 2: "", 3: "", 4: ""}, boundaries, constant,
+                            made_for_readers(graph, constant))
+    assert moved == {1: "pos", 2: "pos", 3: "pos"}
+
+
 def _cropped(also_read: bool) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
     """join stacks tanh(x) on itself and crops the rows of the stack to all of them; then take returns sin of
     what join returned. With ``also_read``, the caller reads the stack too (cos of it)."""

@@ -281,6 +281,10 @@ class Boundaries:
     crops: dict[int, int] = field(default_factory=dict)
     """Slices taking the whole of a value nothing else reads (cropping nothing), with the node making that value:
     code crops what it padded or joined itself, so such a crop ran where the value was made."""
+    made_constant: dict[int, str] = field(default_factory=dict)
+    """Nodes computed from constants alone holding a call's result (made after it began, from no value it took: a
+    table of positions at static sizes), and the constants computed for them alone since the last call result
+    found before it began, with the call's module (of a module called once): the call made them."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -729,6 +733,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     calls_of = Counter(event.module for event in events if event.begins)
     looked_at: set[Hashable] = set()  # results whose nodes passing them on were looked at (by the call making them)
     shaped_within: dict[int, str] = {}  # nodes passing a call's result on, shaped from what it made: they ran in it
+    made_constant: dict[int, str] = {}  # constant nodes making a call's result, and what served them alone
     ran_after: dict[str, set[int]] = defaultdict(set)
     handed_on: dict[int, set[str]] = defaultdict(set)
     ended_inside: set[int] = set()  # the nodes of the regions of calls that ended, but their results
@@ -869,6 +874,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         before = ancestors([i for i in sources if i not in unsure], start)
         reach = ancestors(results, start)
         nodes = reach - before - constant
+        # a result held by a node computed from constants alone (a table of positions at static sizes), after the
+        # call began and from no value it took: the call made it, with the constants computed for it alone since
+        # the last call result found before it began (of a module called once: equal constants of several calls
+        # may be one node)
+        fixed = {r for r in results if r in constant and r > start and r not in before and r not in unsure}
+        if fixed and calls_of[event.module] == 1:
+            pool = ancestors(fixed, start) & constant - before - unsure - fixed
+            for i in sorted(_serving_only(pool, readers, fixed | nodes) | fixed):
+                made_constant.setdefault(i, event.module)
         # an earlier call's result taken as it was (the same tensor): the nodes passing it on toward this call's
         # results ran between the two calls' ends, in one of them or in a caller between them
         for key, _ in inputs:
@@ -1014,7 +1028,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), call_values,
-                      dict(handed_on), shaped_within, sized, integer, built_for, crops)
+                      dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant)
 
 
 def _emptied(events: list[Event]) -> set[str]:
@@ -1410,7 +1424,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     weights (a function of a parameter), with their readers: where all its readers lie within a module below
     the one it is tagged with, it goes to that module, unless a call of it took the value (``ran_before``): the
     calls its readers ran in computed it (a gate's sigmoid of its own parameter, which equal parameters
-    elsewhere leave unowned).
+    elsewhere leave unowned). Last, the constants holding a call's result that the call made
+    (``boundaries.made_constant``) go into it.
     """
     inside: dict[int, list[str]] = defaultdict(list)
     regions_of: dict[int, list[CallRegion]] = defaultdict(list)
@@ -1536,6 +1551,9 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             within = within.rpartition(".")[0]
         if within != tag and is_ancestor(tag, within):
             moved[i] = within
+    for i, module in boundaries.made_constant.items():  # a call made the constants holding its result
+        if i in node_modules and not is_ancestor(module, moved.get(i, node_modules[i])):
+            moved[i] = module
     return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
 
 
