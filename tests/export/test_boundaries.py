@@ -925,6 +925,21 @@ def test_a_module_whose_calls_returned_nothing_but_empty_tensors_runs_no_node():
     assert moved == {0: "", 1: ""}
 
 
+def test_a_module_returning_empty_tensors_a_node_holds_still_ran():
+    """Where a node of the graph holds a value of no element of the shape compress returned (the file kept what
+    computed it: a slice of no rows), compress's nodes are in the graph: it stays a called module."""
+    def ints(name: str, value: list[int]) -> onnx.NodeProto:
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
+
+    graph, values = _run([helper.make_node("Sin", ["x"], ["t"]), ints("begin", [0]), ints("end", [0]),
+                          helper.make_node("Slice", ["t", "begin", "end"], ["none"]),
+                          helper.make_node("Cos", ["t"], ["y"])], X)
+    assert values["none"].shape == (0, X.shape[1])
+    events = [Event(True, "", (("x", X),)), Event(True, "compress", (("x", X),)),
+              Event(False, "compress", (("none", values["none"]),)), Event(False, "", (("y", values["y"]),))]
+    assert call_regions(graph, values, events, [X]).called == {"", "compress"}
+
+
 def test_a_call_made_the_constants_holding_its_result():
     """pos returns a table computed from constants alone (positions at static sizes: cos of a row squared), after
     pre's result and from nothing pos took: pos made it, and the constants computed for it alone; the caller adds

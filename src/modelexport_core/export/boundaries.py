@@ -1024,23 +1024,26 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                  if len(nodes) == 1 and not nodes & integer}
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
-                      {event.module for event in events} - _emptied(events),
+                      {event.module for event in events} - _emptied(events, values),
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), call_values,
                       dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant)
 
 
-def _emptied(events: list[Event]) -> set[str]:
-    """The modules every call of which returned tensors of no element alone, and the modules below them: data
-    leaves a call through its results, so the graph (what its outputs are computed from) holds no node that ran
-    in such a call."""
+def _emptied(events: list[Event], values: dict[str, "np.ndarray"]) -> set[str]:
+    """The modules every call of which returned tensors of no element alone, of shapes no node output of the
+    graph has, and the modules below them: data leaves a call through its results, so a graph where no node holds
+    them (the exporter dropped what computed them) holds no node that ran in such a call. (Where a node does, the
+    graph kept the call's nodes computing nothing: an update of no rows.)"""
+    held = {value.shape for value in values.values() if getattr(value, "size", None) == 0}
     ends: dict[str, list[Event]] = defaultdict(list)
     for event in events:
         if not event.begins:
             ends[event.module].append(event)
     empty = {module for module, found in ends.items()
-             if all(event.values and all(array.size == 0 for _, array in event.values) for event in found)}
+             if all(event.values and all(array.size == 0 and array.shape not in held for _, array in event.values)
+                    for event in found)}
     return {module for module in ends if any(module == e or module.startswith(e + ".") for e in empty)}
 
 
