@@ -152,6 +152,13 @@ of a module every call of which took a value they computed, :attr:`Boundaries.ra
   exporter merged an equal computation of the caller's or of a later call into one node);
 - integer arithmetic written before the call began that the call read other than through its inputs (an
   exporter moves size computations up, merged with an earlier equal one).
+
+Where the values are copies the file wrote for each reader, which one a call took is not known, but one written
+before the last call result found before the call began ran before it, with what computed it. A call made the
+nodes computed from constants alone that hold its result (a table of positions at static sizes: the region
+leaves constants out), with the constants computed for them alone (:attr:`Boundaries.made_constant`). A module
+every call of which returned tensors of no element alone, of shapes no node of the file holds, ran no node the
+file keeps: it is not among the called modules, and neither is any module below it.
 """
 
 from __future__ import annotations
