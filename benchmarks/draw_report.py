@@ -154,6 +154,15 @@ def _worst(cells: list[Any], strategy: str, batch: int, count: int = 10) -> str:
                      for c in worst) or "none"
 
 
+def _unbuilt_sentence(unbuilt: int) -> str:
+    """How many drawn configurations did not build or run in PyTorch, as a sentence."""
+    if unbuilt == 0:
+        return "every drawn configuration builds and runs in PyTorch. "
+    if unbuilt == 1:
+        return "1 drawn configuration did not build or run in PyTorch and counts for no strategy. "
+    return f"{unbuilt} drawn configurations did not build or run in PyTorch and count for no strategy. "
+
+
 def zoo_section(heldout_path: Path, dev_path: Path | None) -> str:
     """The held-out section of docs/zoo.md: the held-out figures, the development draw's beside them."""
     from zoo_sweep import HELDOUT_MARKERS
@@ -169,9 +178,7 @@ def zoo_section(heldout_path: Path, dev_path: Path | None) -> str:
              f"`{meta['command'].replace('python ', '.venv-bench/bin/python ', 1)}` ({meta['date']}; "
              f"`make bench-install` first). {len(meta['models'])} models, one seeded random configuration of each of "
              f"{len(meta['models'])} families (transformers model types, timm, torchvision), batch {batch}; "
-             + ("every drawn configuration builds and runs in PyTorch. " if unbuilt == 0 else
-                f"{unbuilt} drawn configurations did not build or run in PyTorch and count for no strategy. "
-                if unbuilt != 1 else "1 drawn configuration did not build or run in PyTorch and counts for no strategy. ")
+             + _unbuilt_sentence(unbuilt)
              + (f"The development draw is beside it (seed 0, studied freely: `{dev.meta['command']}`, "
                 f"{len(dev.meta['models'])} models, three configurations of each of "
                 f"{len({m.split('@')[0] for m in dev.meta['models']})} families). " if dev else "")
