@@ -292,6 +292,10 @@ class Boundaries:
     """Nodes computed from constants alone holding a call's result (made after it began, from no value it took: a
     table of positions at static sizes), and the constants computed for them alone since the last call result
     found before it began, with the call's module (of a module called once): the call made them."""
+    cast_back: dict[int, str] = field(default_factory=dict)
+    """Casts to the type it has of a tensor a call returned, the first node passing it on, that only calls the call
+    taking it made read, with the returning call's module: code casts a value where it computes with it, so the
+    call computing it cast it as it returned it."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -763,6 +767,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             and same_values(other, array)})
 
     ended_holding: set[int] = set()  # the nodes holding the results of the call that ended at the last event
+    cast_back: dict[int, str] = {}  # casts of a call's result that call ran, with its module
+    cast_in: dict[int, int] = {}  # casts of a value a call took that the call ran, with the position of its end
     for position, event in enumerate(events):
         if event.begins:
             fresh = {key for key, _ in event.values if key not in seen}
@@ -910,13 +916,38 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # either way): then only where the call's own nodes compute with the cast (none in a call it made, which
         # may have been handed what the earlier call cast, and none passing the value on: a scale of ones), and
         # not where the two calls lie in two elements of one list of layers (a tag in a sibling layer is the
-        # defect tags exist to end: ``carried`` settles those)
-        doubtful -= {node for key, _ in inputs for node in runs_on.get(key, ())
+        # defect tags exist to end: ``carried`` settles those). Readers written after the call's results do not
+        # count against it: a cast to the type it has returns the very tensor it was given, so a trace records
+        # every later read of that tensor (the caller adding it back as a residual) as a read of the cast
+        last = max(results)
+
+        def computes_with(r: int, key: Hashable) -> bool:
+            return r in nodes and (key in fresh or r not in runs_on[key] and (
+                r in results or r not in ended_inside and claimed.get(r, -1) < mark))
+
+        cast_here = {node for key, _ in inputs for node in runs_on.get(key, ())
                      if node in nodes and graph.node[node].op_type in CASTS and carries(node, key)
                      and (key in fresh or not in_sibling_elements(returned_by.get(key, ""), event.module))
-                     and all(r in nodes and (key in fresh or r not in runs_on[key] and (
-                         r in results or r not in ended_inside and claimed.get(r, -1) < mark))
-                             for r in readers.get(node, ()))}
+                     and any(r in nodes for r in readers.get(node, ()))
+                     and all(computes_with(r, key) or r not in nodes and r > last for r in readers.get(node, ()))}
+        # (and a cast a call it made ran, it ran too)
+        doubtful -= cast_here | {node for node, at in cast_in.items() if at > began_at[position]}
+        cast_in.update(dict.fromkeys(cast_here, position))
+        # a tensor an earlier call returned, cast to the type it has by the first node passing it on, whose elements
+        # only calls this one made read: this call does not compute with the cast, and the calls it made may have been
+        # handed what was cast before. Code casts a value where it computes with it: the earlier call computed it
+        # and cast it as it returned it (a norm computing in float32 casting back to the type it was given). Not
+        # where the two calls lie in two elements of one list of layers (``carried`` settles those)
+        for key, _ in inputs:
+            returning = returned_by.get(key)
+            chain = runs_on.get(key, ())
+            if key in fresh or returning is None or not chain or in_sibling_elements(returning, event.module):
+                continue
+            first = chain[0]
+            computing = [r for r in readers.get(first, ()) if r not in sizing]  # reading its elements, not its sizes
+            if first in nodes and graph.node[first].op_type in CASTS and carries(first, key) and computing \
+                    and all(r in nodes and not computes_with(r, key) for r in computing):
+                cast_back.setdefault(first, returning)
         if numbers:
             doubtful |= _giving_numbers(nodes, numbers, graph, producer, values, integer)
         # the numbers it took (sizes, also as tensors of one integer: an exporter's trace makes them tensors)
@@ -994,6 +1025,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                     shaped_within[node] = event.module
         ended_inside |= kept - set(results)
         unplaced |= doubtful - sized_in
+    # so did a call whose result, so cast, no node reads the elements of (the model's output): nothing computes with it
+    for key, returning in returned_by.items():
+        if (chain := runs_on.get(key)) and graph.node[chain[0]].op_type in CASTS and carries(chain[0], key) \
+                and all(r in sizing for r in readers.get(chain[0], ())):
+            cast_back.setdefault(chain[0], returning)
     for given_key, array, module in equal_after:
         if given_key not in known:
             continue
@@ -1035,7 +1071,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), call_values,
-                      dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant)
+                      dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back)
 
 
 def _emptied(events: list[Event], values: dict[str, "np.ndarray"]) -> set[str]:
@@ -1505,7 +1541,7 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         elif not (is_ancestor(returning, placed) or is_ancestor(taking, placed)
                   or is_ancestor(both, placed) and (is_ancestor(placed, returning) or is_ancestor(placed, taking))):
             moved[i] = both  # a tag off every line it may have run on: their common ancestor holds them all
-    for i, module in boundaries.shaped_within.items():
+    for i, module in [*boundaries.shaped_within.items(), *boundaries.cast_back.items()]:
         if i in node_modules and i not in skipped and moved.get(i, node_modules[i]) != module:
             moved[i] = module
     for i, owned in (owners or {}).items():
