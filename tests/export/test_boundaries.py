@@ -381,6 +381,51 @@ def test_a_cast_of_a_returned_tensor_read_only_by_a_scale_of_ones_is_not_moved_i
     assert "proj" not in hold_boundaries({0: "norm", 1: "norm", 2: "norm", 3: "proj"}, boundaries, set(), {}).values()
 
 
+def test_a_cast_the_caller_reads_after_the_call_returned_was_cast_in_the_call():
+    """act returns tanh(x); layer hands that tensor to norm, which casts it to the type it has and computes sin of
+    it; layer then adds the cast to norm's result (a residual). A cast to the type it has returns the very tensor
+    it was given, so a trace records the caller's later read of that tensor as a read of the cast: that read does
+    not say the caller cast it. Norm ran the cast, and so did layer, which called norm."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1),
+                          helper.make_node("Sin", ["v"], ["r"]), helper.make_node("Add", ["v", "r"], ["o"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)), Event(False, "act", (("t", values["t"]),)),
+              Event(True, "layer", (("t", values["t"]),)),
+              Event(True, "layer.norm", (("t", values["t"]),)), Event(False, "layer.norm", (("r", values["r"]),)),
+              Event(False, "layer", (("o", values["o"]),)), Event(False, "", (("o", values["o"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 1 not in boundaries.unplaced
+    assert hold_boundaries({0: "act", 1: "layer", 2: "layer.norm", 3: "layer"}, boundaries, set(), {}) == {
+        1: "layer.norm"}
+
+
+def test_a_cast_of_a_returned_tensor_only_the_next_calls_children_compute_with_was_cast_as_it_was_returned():
+    """act returns tanh(x), and a node casts it to the type it has; proj takes that tensor and reads the cast's
+    sizes only, handing it to its child lin, which computes sin of it. proj computes nothing with the cast, and lin
+    may have been handed what was cast before: code casts a value where it computes with it, so act, which
+    computed it, cast it as it returned it (a norm casting its result back to the type it was given)."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1),
+                          helper.make_node("Shape", ["v"], ["s"]), helper.make_node("Sin", ["v"], ["u"]),
+                          helper.make_node("Reshape", ["u", "s"], ["w"]), helper.make_node("Cos", ["w"], ["r"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)), Event(False, "act", (("t", values["t"]),)),
+              Event(True, "proj", (("t", values["t"]),)), Event(True, "proj.lin", (("t", values["t"]),)),
+              Event(False, "proj.lin", (("u", values["u"]),)), Event(False, "proj", (("r", values["r"]),)),
+              Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.cast_back == {1: "act"}
+    tags = {0: "act", 1: "proj", 2: "proj", 3: "proj.lin", 4: "proj", 5: "proj"}
+    assert hold_boundaries(tags, boundaries, set(), {}) == {1: "act"}
+
+
+def test_a_cast_of_a_returned_tensor_no_node_reads_was_cast_as_it_was_returned():
+    """act returns tanh(x); a node casts it to the type it has, and the cast is the model's output: no code computes
+    with it after act, so act cast it as it returned it."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1)], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)), Event(False, "act", (("t", values["t"]),)),
+              Event(False, "", (("t", values["t"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert hold_boundaries({0: "act", 1: ""}, boundaries, set(), {}) == {1: "act"}
+
+
 def test_a_call_given_numbers_leaves_the_integer_arithmetic_it_reads():
     """The caller reads a size and hands the call a number; the call expands a weight to it."""
     graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),

@@ -50,7 +50,11 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 - a value a call took, cast to the type it has by a node that only the call's nodes read, was cast in the call:
   code casts a value where it computes with it (a norm computing in float32). Where an earlier call returned
   that tensor it may have cast it as it returned it; the graph and the values are the same either way, and
-  this is the choice made between the two;
+  this is the choice made between the two. Reads written after the call's results do not count against it: a
+  cast to the type it has returns the very tensor it was given, so a trace records every later read of that
+  tensor (a residual the caller adds) as a read of the cast. Where only calls the taking call made compute with
+  the cast (it reads its sizes at most), or nothing does (the model's output), the call that computed the
+  tensor cast it as it returned it (:attr:`Boundaries.cast_back`: a norm casting back to the type it was given);
 - a node the values leave between two calls (above), passing a call's result on after the node that made it,
   or passing on what a call took where it returned a new tensor equal to it (:attr:`Boundaries.handed_on`: that
   call's or its caller's), that reads a weight equal to a parameter or buffer of one of the modules it may have
@@ -920,16 +924,13 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # count against it: a cast to the type it has returns the very tensor it was given, so a trace records
         # every later read of that tensor (the caller adding it back as a residual) as a read of the cast
         last = max(results)
-
-        def computes_with(r: int, key: Hashable) -> bool:
-            return r in nodes and (key in fresh or r not in runs_on[key] and (
-                r in results or r not in ended_inside and claimed.get(r, -1) < mark))
-
+        own_nodes = {r for r in nodes if r in results or r not in ended_inside and claimed.get(r, -1) < mark}
+        computes_with = {key: nodes if key in fresh else own_nodes - set(runs_on.get(key, ())) for key, _ in inputs}
         cast_here = {node for key, _ in inputs for node in runs_on.get(key, ())
                      if node in nodes and graph.node[node].op_type in CASTS and carries(node, key)
                      and (key in fresh or not in_sibling_elements(returned_by.get(key, ""), event.module))
                      and any(r in nodes for r in readers.get(node, ()))
-                     and all(computes_with(r, key) or r not in nodes and r > last for r in readers.get(node, ()))}
+                     and all(r in computes_with[key] or r not in nodes and r > last for r in readers.get(node, ()))}
         # (and a cast a call it made ran, it ran too)
         doubtful -= cast_here | {node for node, at in cast_in.items() if at > began_at[position]}
         cast_in.update(dict.fromkeys(cast_here, position))
@@ -946,7 +947,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             first = chain[0]
             computing = [r for r in readers.get(first, ()) if r not in sizing]  # reading its elements, not its sizes
             if first in nodes and graph.node[first].op_type in CASTS and carries(first, key) and computing \
-                    and all(r in nodes and not computes_with(r, key) for r in computing):
+                    and all(r in nodes and r not in computes_with[key] for r in computing):
                 cast_back.setdefault(first, returning)
         if numbers:
             doubtful |= _giving_numbers(nodes, numbers, graph, producer, values, integer)
