@@ -736,6 +736,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     unbounded: set[str] = set()
     sized: set[str] = set()  # modules some call of which returned a size that tells nothing
     loose: set[int] = set()
+    moved_up: set[int] = set()  # integer arithmetic a call read, written before it began
+    sized_own: set[int] = set()  # integer arithmetic a region holds reading sizes of what its call took
     unplaced: set[int] = set()
     undecided: dict[int, set[str]] = defaultdict(set)
     calls_before: list[tuple[str, set[int]]] = []  # each call's module, with the nodes that ran before it began
@@ -934,6 +936,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # (and a cast a call it made ran, it ran too)
         doubtful -= cast_here | {node for node, at in cast_in.items() if at > began_at[position]}
         cast_in.update(dict.fromkeys(cast_here, position))
+        if cast_here:  # a call casting what it took to the type it has casts its result back as it returns it
+            for key, _ in results_of:
+                if (chain := runs_on.get(key)) and graph.node[chain[0]].op_type in CASTS and carries(chain[0], key):
+                    cast_back.setdefault(chain[0], event.module)
         # a tensor an earlier call returned, cast to the type it has by the first node passing it on, whose elements
         # only calls this one made read: this call does not compute with the cast, and the calls it made may have been
         # handed what was cast before. Code casts a value where it computes with it: the earlier call computed it
@@ -997,7 +1003,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if i in weighted or any(j in own for j in made_from[i]):
                 own.add(i)
         kept = _kept_inside(nodes, results, readers, producer, graph, own)
-        loose |= (nodes - kept - doubtful) | early
+        loose |= nodes - kept - doubtful
+        moved_up |= early
         kept -= doubtful
         # a node passing a result on unchanged may be the call's last (a zero added): so may the values it computed
         # from beside the result (not sizes, read where they are used), after the call began and from nothing it
@@ -1006,6 +1013,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         beside_values = {producer[name] for i in passing for name in graph.node[i].input if name in producer} \
             - integer - passing - nodes
         beside = ancestors(beside_values, start) - before - constant - nodes - doubtful if beside_values else set()
+        # integer arithmetic the region holds that reads sizes of what the call took, and sizes read so: a call
+        # reads its own input's sizes (though a call it made read them too, written before that call began)
+        for i in sorted(kept & integer):
+            if any(j in sources or j in sized_own for j in made_from[i]) \
+                    and all(j in sources or j in sized_own or j in constant for j in made_from[i]):
+                sized_own.add(i)
         span = (min(kept, default=start), max(results))
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span))
         # the nodes passing its result on, shaped by sizes of a value it made (not from its results alone), ran in
@@ -1066,6 +1079,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             listing.add(i)
     built_for = {i: sorted(nodes) for i, nodes in _served(listing, readers).items()
                  if len(nodes) == 1 and not nodes & integer}
+    loose |= moved_up - sized_own
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events} - _emptied(events, values),
