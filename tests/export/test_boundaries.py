@@ -426,6 +426,46 @@ def test_a_cast_of_a_returned_tensor_no_node_reads_was_cast_as_it_was_returned()
     assert hold_boundaries({0: "act", 1: ""}, boundaries, set(), {}) == {1: "act"}
 
 
+def test_a_call_casting_what_it_took_to_its_own_type_casts_its_result_back_as_it_returns_it():
+    """norm casts the tensor act returned to the type it has and computes sin of it; a node casts norm's result to
+    the type it has, and the caller adds it to what act returned. A call computing in a type of its choosing casts
+    its result back to the type it was given as it returns it: norm ran that cast. Where norm casts nothing it
+    took, the cast of its result is left to the caller."""
+    def run(cast_taken: bool) -> dict[int, str]:
+        first = helper.make_node("Cast", ["t"], ["v"], to=1) if cast_taken else helper.make_node("Sin", ["t"], ["v"])
+        graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), first, helper.make_node("Sin", ["v"], ["r"]),
+                              helper.make_node("Cast", ["r"], ["w"], to=1), helper.make_node("Add", ["w", "t"], ["o"])],
+                             X)
+        events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)),
+                  Event(False, "act", (("t", values["t"]),)), Event(True, "norm", (("t", values["t"]),)),
+                  Event(False, "norm", (("r", values["r"]),)), Event(False, "", (("o", values["o"]),))]
+        boundaries = call_regions(graph, values, events, [X])
+        return hold_boundaries({0: "act", 1: "norm", 2: "norm", 3: "", 4: ""}, boundaries, set(), {})
+
+    assert run(cast_taken=True) == {3: "norm"}
+    assert 3 not in run(cast_taken=False)
+
+
+def test_sizes_a_call_read_off_what_it_took_are_its_own_though_a_call_it_made_read_them_too():
+    """mlp reads the sizes of the tensor it took (Shape), calls gate, then inner, which reshapes its result to those
+    sizes: for inner they were computed before it began (an exporter moves size computations up, merged with an
+    equal one), but every reader of them lies within mlp's call and they read sizes of what mlp took: a call reads
+    its own input's sizes, so mlp ran the Shape."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),
+                          helper.make_node("Sin", ["t"], ["g"]), helper.make_node("Flatten", ["t"], ["f"], axis=0),
+                          helper.make_node("Cos", ["f"], ["u"]), helper.make_node("Reshape", ["u", "s"], ["r"]),
+                          helper.make_node("Add", ["g", "r"], ["o"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "norm", (("x", X),)), Event(False, "norm", (("t", values["t"]),)),
+              Event(True, "mlp", (("t", values["t"]),)), Event(True, "mlp.gate", (("t", values["t"]),)),
+              Event(False, "mlp.gate", (("g", values["g"]),)), Event(True, "mlp.inner", (("t", values["t"]),)),
+              Event(False, "mlp.inner", (("r", values["r"]),)), Event(False, "mlp", (("o", values["o"]),)),
+              Event(False, "", (("o", values["o"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 1 not in boundaries.loose
+    tags = {0: "norm", 1: "", 2: "mlp.gate", 3: "mlp.inner", 4: "mlp.inner", 5: "mlp.inner", 6: "mlp"}
+    assert hold_boundaries(tags, boundaries, set(), {}) == {1: "mlp"}
+
+
 def test_a_call_given_numbers_leaves_the_integer_arithmetic_it_reads():
     """The caller reads a size and hands the call a number; the call expands a weight to it."""
     graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),

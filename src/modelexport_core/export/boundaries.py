@@ -155,7 +155,8 @@ of a module every call of which took a value they computed, :attr:`Boundaries.ra
 - nodes of a region whose value is also read outside it other than through the call's results (the
   exporter merged an equal computation of the caller's or of a later call into one node);
 - integer arithmetic written before the call began that the call read other than through its inputs (an
-  exporter moves size computations up, merged with an earlier equal one).
+  exporter moves size computations up, merged with an earlier equal one), but for sizes of a value a caller took
+  that the caller's region holds (every reader within its call): a call reads its own input's sizes.
 
 Where the values are copies the file wrote for each reader, which one a call took is not known, but one written
 before the last call result found before the call began ran before it, with what computed it. A call made the
