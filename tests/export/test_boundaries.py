@@ -416,16 +416,6 @@ def test_a_cast_of_a_returned_tensor_only_the_next_calls_children_compute_with_w
     assert hold_boundaries(tags, boundaries, set(), {}) == {1: "act"}
 
 
-def test_a_cast_of_a_returned_tensor_no_node_reads_was_cast_as_it_was_returned():
-    """act returns tanh(x); a node casts it to the type it has, and the cast is the model's output: no code computes
-    with it after act, so act cast it as it returned it."""
-    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1)], X)
-    events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)), Event(False, "act", (("t", values["t"]),)),
-              Event(False, "", (("t", values["t"]),))]
-    boundaries = call_regions(graph, values, events, [X])
-    assert hold_boundaries({0: "act", 1: ""}, boundaries, set(), {}) == {1: "act"}
-
-
 def test_a_call_casting_what_it_took_to_its_own_type_casts_its_result_back_as_it_returns_it():
     """norm casts the tensor act returned to the type it has and computes sin of it; a node casts norm's result to
     the type it has, and the caller adds it to what act returned. A call computing in a type of its choosing casts
@@ -444,6 +434,34 @@ def test_a_call_casting_what_it_took_to_its_own_type_casts_its_result_back_as_it
 
     assert run(cast_taken=True) == {3: "norm"}
     assert 3 not in run(cast_taken=False)
+
+
+def test_the_cast_of_a_result_goes_to_a_call_computing_with_it_unless_another_call_was_handed_it_too():
+    """norm casts what it took and returns sin of it; a node casts that result to the type it has. Where layer.ln
+    takes the result and computes with the cast (read later only by its caller, layer, adding it back), ln cast it.
+    Where mlp.gate and then mlp.up each compute with the cast, the later read lies in another call that may have
+    been handed the tensor too: norm, computing in a type of its choosing, cast it back as it returned it."""
+    def run(nodes: list[onnx.NodeProto], calls: list[tuple[str, str]], tags: dict[int, str]) -> dict[int, str]:
+        graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1),
+                              helper.make_node("Sin", ["v"], ["k"]), helper.make_node("Cast", ["k"], ["c"], to=1),
+                              *nodes], X)
+        events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)),
+                  Event(False, "act", (("t", values["t"]),)), Event(True, "norm", (("t", values["t"]),)),
+                  Event(False, "norm", (("k", values["k"]),)), Event(True, calls[0][0], (("k", values["k"]),))]
+        for module, result in calls[1:]:
+            events += [Event(True, module, (("k", values["k"]),)), Event(False, module, ((result, values[result]),))]
+        events += [Event(False, calls[0][0], ((calls[0][1], values[calls[0][1]]),)),
+                   Event(False, "", ((calls[0][1], values[calls[0][1]]),))]
+        boundaries = call_regions(graph, values, events, [X])
+        return hold_boundaries({0: "act", 1: "norm", 2: "norm", **tags}, boundaries, set(), {})
+
+    layer = [helper.make_node("Cos", ["c"], ["u"]), helper.make_node("Add", ["c", "u"], ["o"])]
+    assert run(layer, [("layer", "o"), ("layer.ln", "u")], {3: "layer", 4: "layer.ln", 5: "layer"}) == {
+        3: "layer.ln"}
+    mlp = [helper.make_node("Cos", ["c"], ["g"]), helper.make_node("Sin", ["c"], ["u"]),
+           helper.make_node("Mul", ["g", "u"], ["o"])]
+    assert run(mlp, [("mlp", "o"), ("mlp.gate", "g"), ("mlp.up", "u")],
+               {3: "mlp.gate", 4: "mlp.gate", 5: "mlp.up", 6: "mlp"}) == {3: "norm"}
 
 
 def test_sizes_a_call_read_off_what_it_took_are_its_own_though_a_call_it_made_read_them_too():

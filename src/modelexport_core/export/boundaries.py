@@ -53,8 +53,9 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   this is the choice made between the two. Reads written after the call's results do not count against it: a
   cast to the type it has returns the very tensor it was given, so a trace records every later read of that
   tensor (a residual the caller adds) as a read of the cast. Where only calls the taking call made compute with
-  the cast (it reads its sizes at most), or nothing does (the model's output), the call that computed the
-  tensor cast it as it returned it (:attr:`Boundaries.cast_back`: a norm casting back to the type it was given);
+  the cast (it reads its sizes at most), or where the call that computed the tensor cast what it took to the type
+  it has (computing in a type of its choosing), that call cast it as it returned it (:attr:`Boundaries.cast_back`:
+  a norm casting back to the type it was given);
 - a node the values leave between two calls (above), passing a call's result on after the node that made it,
   or passing on what a call took where it returned a new tensor equal to it (:attr:`Boundaries.handed_on`: that
   call's or its caller's), that reads a weight equal to a parameter or buffer of one of the modules it may have
@@ -776,6 +777,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     ended_holding: set[int] = set()  # the nodes holding the results of the call that ended at the last event
     cast_back: dict[int, str] = {}  # casts of a call's result that call ran, with its module
     cast_in: dict[int, int] = {}  # casts of a value a call took that the call ran, with the position of its end
+    read_later: dict[int, tuple[str, set[int]]] = {}  # those casts: the call, and their readers after it
     for position, event in enumerate(events):
         if event.begins:
             fresh = {key for key, _ in event.values if key not in seen}
@@ -937,7 +939,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # (and a cast a call it made ran, it ran too)
         doubtful -= cast_here | {node for node, at in cast_in.items() if at > began_at[position]}
         cast_in.update(dict.fromkeys(cast_here, position))
-        if cast_here:  # a call casting what it took to the type it has casts its result back as it returns it
+        read_later.update({node: (event.module, {r for r in readers[node] if r not in nodes}) for node in cast_here})
+        # a call casting what it took to the type it has casts its result back as it returns it (unless the call
+        # taking that result computes with the cast: ``cast_in``, which settles it)
+        if cast_here:
             for key, _ in results_of:
                 if (chain := runs_on.get(key)) and graph.node[chain[0]].op_type in CASTS and carries(chain[0], key):
                     cast_back.setdefault(chain[0], event.module)
@@ -1040,11 +1045,6 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                     shaped_within[node] = event.module
         ended_inside |= kept - set(results)
         unplaced |= doubtful - sized_in
-    # so did a call whose result, so cast, no node reads the elements of (the model's output): nothing computes with it
-    for key, returning in returned_by.items():
-        if (chain := runs_on.get(key)) and graph.node[chain[0]].op_type in CASTS and carries(chain[0], key) \
-                and all(r in sizing for r in readers.get(chain[0], ())):
-            cast_back.setdefault(chain[0], returning)
     for given_key, array, module in equal_after:
         if given_key not in known:
             continue
@@ -1081,6 +1081,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     built_for = {i: sorted(nodes) for i, nodes in _served(listing, readers).items()
                  if len(nodes) == 1 and not nodes & integer}
     loose |= moved_up - sized_own
+    # a call taking a tensor that computes with its cast settles where the cast ran, over the call returning the
+    # tensor: but not where a later read counted for it lies in another call, which may have been handed the
+    # tensor too (two layers reading the output of one norm: the norm cast it)
+    holding: dict[int, list[str]] = defaultdict(list)
+    for region in regions:
+        for i in region.nodes:
+            holding[i].append(region.module)
+    cast_back = {i: module for i, module in cast_back.items() if i not in cast_in or any(
+        not is_ancestor(other, read_later[i][0]) for r in read_later[i][1] for other in holding.get(r, ()))}
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events} - _emptied(events, values),
