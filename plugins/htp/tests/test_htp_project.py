@@ -27,3 +27,20 @@ def test_a_node_adding_a_weight_its_input_call_never_read_does_not_continue_that
     others = helper.make_node("Add", ["product", "expanded"], ["sum"])
     assert _adds_others_weight(others, 2, read_by, params_of, {"expanded": frozenset({"block.dense_bias"})})
     assert not _adds_others_weight(others, 2, read_by, params_of, {})  # nothing says what it holds
+
+
+def test_a_node_matched_to_an_earlier_factory_by_time_alone_goes_back_in_time_and_is_left_unmatched() -> None:
+    """Node 1 holds 0, 1, 2, ... equal to an ``arange`` the root ran first (record 1), but it is written after node 0,
+    matched to a layer's call recorded later (record 3): exporters write nodes in the order they ran, and a factory
+    reads no recorded tensor, so only time could tell, and time says it is not the root's arange (a range an
+    exporter wrote for a scatter's indices). A node matched so to a call that read a tensor is kept: data flow
+    matched it."""
+    from modelexport_htp.project import Projection, _amid_another_call
+    from modelexport_htp.trace import OpRecord, Trace
+
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "arange", ("",), (), ()),
+               OpRecord(2, "mul", ("",), (0,), ()), OpRecord(3, "linear", ("", "layers.0"), (0,), ("layers.0.weight",))]
+    trace = Trace(records=records, execution_trace=["", "layers.0"], param_owners={}, param_values={})
+    projection = Projection(matched={0: 3, 1: 1, 2: 2})
+    _amid_another_call(projection, trace)
+    assert projection.matched == {0: 3, 2: 2}

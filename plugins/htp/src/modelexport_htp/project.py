@@ -448,9 +448,12 @@ def _amid_another_call(projection: Projection, trace: Trace) -> None:
     node written before it went back in time; it ran between that call and the call of the next matched node
     going on from it. Where its value equals a call recorded in that stretch (every layer computing the same value
     from one input the exporter merged: each layer's computation then descends, in the graph, from the first
-    layer's call, and was matched there), it is the first such call.
+    layer's call, and was matched there), it is the first such call. Where none does and the call read no recorded
+    tensor (a factory: ``arange``, ``zeros``), only time could tell, and time says it is not that call: the node is
+    left unmatched (a range an exporter wrote for a scatter's indices, equal to an early ``arange``).
     """
     order = sorted(projection.matched)
+    unmatched = []
     for at in range(1, len(order)):
         node = order[at]
         before = projection.matched[order[at - 1]]
@@ -462,6 +465,10 @@ def _amid_another_call(projection: Projection, trace: Trace) -> None:
         if inside:
             projection.matched[node] = min(inside)
             projection.realigned += 1
+        elif not trace.records[projection.matched[node]].inputs:
+            unmatched.append(node)
+    for node in unmatched:
+        del projection.matched[node]
 
 
 def _pieces_of_a_reader(
