@@ -464,6 +464,43 @@ def test_the_cast_of_a_result_goes_to_a_call_computing_with_it_unless_another_ca
                {3: "mlp.gate", 4: "mlp.gate", 5: "mlp.up", 6: "mlp"}) == {3: "norm"}
 
 
+def test_a_cast_a_call_made_claims_for_an_equal_tensor_of_its_own_leaves_the_returned_cast_to_its_maker():
+    """norm casts what act returned, computes cos of it, casts that back and scales it by a weight of ones: it
+    returns the scaled tensor. mixer takes that tensor; its child proj takes another tensor equal to it and computes
+    sin of it. proj's nodes are the only readers of the cast, but proj took another tensor than norm returned: the
+    cast of norm's result is norm's (a call computing in a type of its choosing casts its result back), neither
+    proj's nor, through proj, mixer's."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1),
+                          helper.make_node("Cos", ["v"], ["a"]), helper.make_node("Cast", ["a"], ["c"], to=1),
+                          helper.make_node("Mul", ["c", "ones"], ["k"]), helper.make_node("Sin", ["k"], ["r"])],
+                         X, {"ones": np.ones(3, dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)), Event(False, "act", (("t", values["t"]),)),
+              Event(True, "norm", (("t", values["t"]),)), Event(False, "norm", (("k", values["k"]),)),
+              Event(True, "mixer", (("k", values["k"]),)), Event(True, "mixer.proj", (("k2", values["k"].copy()),)),
+              Event(False, "mixer.proj", (("r", values["r"]),)), Event(False, "mixer", (("r", values["r"]),)),
+              Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    tags = {0: "act", 1: "norm", 2: "norm", 3: "mixer.proj", 4: "mixer.proj", 5: "mixer.proj"}
+    assert hold_boundaries(tags, boundaries, set(), {}).get(3) == "norm"
+
+
+def test_the_cast_of_a_layers_result_is_never_put_in_that_layer_when_the_next_layer_takes_it():
+    """layers.0 casts what it took and returns sin of it; layers.1 takes that tensor and a node casts it to the type
+    it has. Nothing says layers.0 cast it as it returned it rather than layers.1 as it took it, and a tag in a
+    sibling layer is the defect tags exist to end: the cast is not put in layers.0."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["v"], to=1),
+                          helper.make_node("Sin", ["v"], ["k"]), helper.make_node("Cast", ["k"], ["c"], to=1),
+                          helper.make_node("Cos", ["c"], ["r"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "act", (("x", X),)), Event(False, "act", (("t", values["t"]),)),
+              Event(True, "layers.0", (("t", values["t"]),)), Event(False, "layers.0", (("k", values["k"]),)),
+              Event(True, "layers.1", (("k", values["k"]),)), Event(False, "layers.1", (("r", values["r"]),)),
+              Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 3 not in boundaries.cast_back
+    moved = hold_boundaries({0: "act", 1: "layers.0", 2: "layers.0", 3: "", 4: "layers.1"}, boundaries, set(), {})
+    assert moved.get(3, "") != "layers.0"
+
+
 def test_sizes_a_call_read_off_what_it_took_are_its_own_though_a_call_it_made_read_them_too():
     """mlp reads the sizes of the tensor it took (Shape), calls gate, then inner, which reshapes its result to those
     sizes: for inner they were computed before it began (an exporter moves size computations up, merged with an

@@ -776,7 +776,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
 
     ended_holding: set[int] = set()  # the nodes holding the results of the call that ended at the last event
     cast_back: dict[int, str] = {}  # casts of a call's result that call ran, with its module
-    cast_in: dict[int, int] = {}  # casts of a value a call took that the call ran, with the position of its end
+    cast_of: dict[int, Hashable] = {}  # those casts: the result they cast
+    cast_in: dict[int, tuple[int, Hashable]] = {}  # casts of a value a call took that it ran: its end, the tensor
     read_later: dict[int, tuple[str, set[int]]] = {}  # those casts: the call, and their readers after it
     for position, event in enumerate(events):
         if event.begins:
@@ -937,8 +938,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                      and any(r in nodes for r in readers.get(node, ()))
                      and all(r in computes_with[key] or r not in nodes and r > last for r in readers.get(node, ()))}
         # (and a cast a call it made ran, it ran too)
-        doubtful -= cast_here | {node for node, at in cast_in.items() if at > began_at[position]}
-        cast_in.update(dict.fromkeys(cast_here, position))
+        doubtful -= cast_here | {node for node, (at, _) in cast_in.items() if at > began_at[position]}
+        cast_in.update({node: (position, key) for key, _ in inputs for node in runs_on.get(key, ()) if node in cast_here})
         read_later.update({node: (event.module, {r for r in readers[node] if r not in nodes}) for node in cast_here})
         # a call casting what it took to the type it has casts its result back as it returns it (unless the call
         # taking that result computes with the cast: ``cast_in``, which settles it)
@@ -946,6 +947,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             for key, _ in results_of:
                 if (chain := runs_on.get(key)) and graph.node[chain[0]].op_type in CASTS and carries(chain[0], key):
                     cast_back.setdefault(chain[0], event.module)
+                    cast_of.setdefault(chain[0], key)
         # a tensor an earlier call returned, cast to the type it has by the first node passing it on, whose elements
         # only calls this one made read: this call does not compute with the cast, and the calls it made may have been
         # handed what was cast before. Code casts a value where it computes with it: the earlier call computed it
@@ -961,6 +963,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if first in nodes and graph.node[first].op_type in CASTS and carries(first, key) and computing \
                     and all(r in nodes and r not in computes_with[key] for r in computing):
                 cast_back.setdefault(first, returning)
+                cast_of.setdefault(first, key)
         if numbers:
             doubtful |= _giving_numbers(nodes, numbers, graph, producer, values, integer)
         # the numbers it took (sizes, also as tensors of one integer: an exporter's trace makes them tensors)
@@ -1081,15 +1084,17 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     built_for = {i: sorted(nodes) for i, nodes in _served(listing, readers).items()
                  if len(nodes) == 1 and not nodes & integer}
     loose |= moved_up - sized_own
-    # a call taking a tensor that computes with its cast settles where the cast ran, over the call returning the
-    # tensor: but not where a later read counted for it lies in another call, which may have been handed the
+    # a call taking that very tensor that computes with its cast settles where the cast ran, over the call returning
+    # the tensor: but not where a later read counted for it lies in another call, which may have been handed the
     # tensor too (two layers reading the output of one norm: the norm cast it)
     holding: dict[int, list[str]] = defaultdict(list)
     for region in regions:
         for i in region.nodes:
             holding[i].append(region.module)
-    cast_back = {i: module for i, module in cast_back.items() if i not in cast_in or any(
-        not is_ancestor(other, read_later[i][0]) for r in read_later[i][1] for other in holding.get(r, ()))}
+    # and never into an element of a list of layers beside the one taking the result (``carried`` settles those)
+    cast_back = {i: module for i, module in cast_back.items() if (cast_in.get(i, (0, None))[1] != cast_of[i] or any(
+        not is_ancestor(other, read_later[i][0]) for r in read_later[i][1] for other in holding.get(r, ())))
+        and not (i in between and in_sibling_elements(*between[i]))}
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events} - _emptied(events, values),
