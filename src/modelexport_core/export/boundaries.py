@@ -299,9 +299,11 @@ class Boundaries:
     table of positions at static sizes), and the constants computed for them alone since the last call result
     found before it began, with the call's module (of a module called once): the call made them."""
     cast_back: dict[int, str] = field(default_factory=dict)
-    """Casts to the type it has of a tensor a call returned, the first node passing it on, that only calls the call
-    taking it made read, with the returning call's module: code casts a value where it computes with it, so the
-    call computing it cast it as it returned it."""
+    """Casts to the type it has of a tensor a call returned, the first node passing it on, with the returning call's
+    module, where only calls the call taking it made compute with the cast, or where the returning call cast what
+    it took to the type it has: code casts a value where it computes with it, and a call computing in a type of its
+    choosing casts its result back as it returns it. Not where the call taking the tensor computes with the cast
+    itself, nor into a layer beside the one taking it."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -1084,17 +1086,20 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     built_for = {i: sorted(nodes) for i, nodes in _served(listing, readers).items()
                  if len(nodes) == 1 and not nodes & integer}
     loose |= moved_up - sized_own
-    # a call taking that very tensor that computes with its cast settles where the cast ran, over the call returning
-    # the tensor: but not where a later read counted for it lies in another call, which may have been handed the
-    # tensor too (two layers reading the output of one norm: the norm cast it)
     holding: dict[int, list[str]] = defaultdict(list)
     for region in regions:
         for i in region.nodes:
             holding[i].append(region.module)
-    # and never into an element of a list of layers beside the one taking the result (``carried`` settles those)
-    cast_back = {i: module for i, module in cast_back.items() if (cast_in.get(i, (0, None))[1] != cast_of[i] or any(
-        not is_ancestor(other, read_later[i][0]) for r in read_later[i][1] for other in holding.get(r, ())))
-        and not (i in between and in_sibling_elements(*between[i]))}
+    for i in list(cast_back):
+        # a call taking that very tensor and computing with its cast settles where the cast ran, over the call
+        # returning the tensor: but not where a later read counted for it lies in another call, which may have been
+        # handed the tensor too (two layers reading the output of one norm: the norm cast it)
+        taken = cast_in.get(i, (0, None))[1] == cast_of[i]
+        claimed_by, later = read_later.get(i, ("", set()))
+        read_elsewhere = any(not is_ancestor(other, claimed_by) for r in later for other in holding.get(r, ()))
+        # and never into an element of a list of layers beside the one taking the result (``carried`` settles those)
+        if taken and not read_elsewhere or i in between and in_sibling_elements(*between[i]):
+            del cast_back[i]
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events} - _emptied(events, values),
