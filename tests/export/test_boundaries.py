@@ -501,6 +501,21 @@ def test_the_cast_of_a_layers_result_is_never_put_in_that_layer_when_the_next_la
     assert moved.get(3, "") != "layers.0"
 
 
+def test_a_cast_claimed_by_a_call_for_a_tensor_its_caller_did_not_take_leaves_the_caller_undecided():
+    """norm returns tanh(x) cast to the type it has and scaled by ones; mixer takes that tensor, and its child proj
+    another tensor equal to it, whose nodes alone read the cast. proj's claim on the cast is about its own tensor:
+    it does not settle whether mixer or its caller ran the cast."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["a"]), helper.make_node("Cast", ["a"], ["c"], to=1),
+                          helper.make_node("Mul", ["c", "ones"], ["k"]), helper.make_node("Sin", ["k"], ["r"])],
+                         X, {"ones": np.ones(3, dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)), Event(True, "norm", (("x", X),)), Event(False, "norm", (("k", values["k"]),)),
+              Event(True, "mixer", (("k", values["k"]),)), Event(True, "mixer.proj", (("k2", values["k"].copy()),)),
+              Event(False, "mixer.proj", (("r", values["r"]),)), Event(False, "mixer", (("r", values["r"]),)),
+              Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 1 in boundaries.unplaced and "mixer" in boundaries.undecided[1]
+
+
 def test_sizes_a_call_read_off_what_it_took_are_its_own_though_a_call_it_made_read_them_too():
     """mlp reads the sizes of the tensor it took (Shape), calls gate, then inner, which reshapes its result to those
     sizes: for inner they were computed before it began (an exporter moves size computations up, merged with an

@@ -939,8 +939,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                      and (key in fresh or not in_sibling_elements(returned_by.get(key, ""), event.module))
                      and any(r in nodes for r in readers.get(node, ()))
                      and all(r in computes_with[key] or r not in nodes and r > last for r in readers.get(node, ()))}
-        # (and a cast a call it made ran, it ran too)
-        doubtful -= cast_here | {node for node, (at, _) in cast_in.items() if at > began_at[position]}
+        # (and a cast a call it made ran of the very tensor this call took, it ran too: of another tensor, equal to
+        # it, that call's claim does not settle this one's)
+        taken_keys = {key for key, _ in inputs}
+        doubtful -= cast_here | {node for node, (at, key) in cast_in.items()
+                                 if at > began_at[position] and key in taken_keys}
         cast_in.update({node: (position, key) for key, _ in inputs for node in runs_on.get(key, ()) if node in cast_here})
         read_later.update({node: (event.module, {r for r in readers[node] if r not in nodes}) for node in cast_here})
         # a call casting what it took to the type it has casts its result back as it returns it (unless the call
