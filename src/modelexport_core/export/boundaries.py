@@ -960,7 +960,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # where the two calls lie in two elements of one list of layers (``carried`` settles those)
         for key, _ in inputs:
             returning = returned_by.get(key)
-            chain = runs_on.get(key, ())
+            chain = runs_on.get(key, [])
             if key in fresh or returning is None or not chain or in_sibling_elements(returning, event.module):
                 continue
             first = chain[0]
@@ -1089,19 +1089,19 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     built_for = {i: sorted(nodes) for i, nodes in _served(listing, readers).items()
                  if len(nodes) == 1 and not nodes & integer}
     loose |= moved_up - sized_own
-    holding: dict[int, list[str]] = defaultdict(list)
-    for region in regions:
-        for i in region.nodes:
-            holding[i].append(region.module)
+    regions_holding: dict[int, list[str]] = defaultdict(list)
+    for call_region in regions:
+        for i in call_region.nodes:
+            regions_holding[i].append(call_region.module)
     for i in list(cast_back):
         # a call taking that very tensor and computing with its cast settles where the cast ran, over the call
         # returning the tensor: but not where a later read counted for it lies in another call, which may have been
         # handed the tensor too (two layers reading the output of one norm: the norm cast it)
-        taken = cast_in.get(i, (0, None))[1] == cast_of[i]
+        same_tensor = cast_in.get(i, (0, None))[1] == cast_of[i]
         claimed_by, later = read_later.get(i, ("", set()))
-        read_elsewhere = any(not is_ancestor(other, claimed_by) for r in later for other in holding.get(r, ()))
+        read_elsewhere = any(not is_ancestor(other, claimed_by) for r in later for other in regions_holding.get(r, ()))
         # and never into an element of a list of layers beside the one taking the result (``carried`` settles those)
-        if taken and not read_elsewhere or i in between and in_sibling_elements(*between[i]):
+        if same_tensor and not read_elsewhere or i in between and in_sibling_elements(*between[i]):
             del cast_back[i]
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
