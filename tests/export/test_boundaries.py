@@ -60,6 +60,11 @@ def _events(values: dict[str, np.ndarray], x: np.ndarray, second_takes=("a", "fi
     ]
 
 
+def _handing_back(module: str, key: str, array: np.ndarray) -> list[Event]:
+    """A call of ``module`` handing back the very tensor it took: it bounds nothing, but its caller made a call."""
+    return [Event(True, module, ((key, array),)), Event(False, module, ((key, array),))]
+
+
 def test_a_calls_region_runs_from_what_it_took_to_what_it_returned():
     graph, values, x = _graph()
     boundaries = call_regions(graph, values, _events(values, x), [x])
@@ -106,8 +111,8 @@ def test_a_call_returning_what_it_took_is_not_bounded():
     events = _events(values, x)
     events[4] = Event(False, "second", (("second result", values["a"].copy()),))  # returns a value equal to its input
     boundaries = call_regions(graph, values, events, [x])
-    assert "second" in boundaries.unbounded
-    assert all(region.module != "second" for region in boundaries.regions)
+    assert "second" in boundaries.unbounded  # its region pushes nothing out: it holds the one node making its result
+    assert [region.nodes for region in boundaries.regions if region.module == "second"] == [{1}]
 
 
 def _run(nodes: list[onnx.NodeProto], x: np.ndarray, weights: dict[str, np.ndarray] | None = None
@@ -309,10 +314,12 @@ def test_a_new_tensor_equal_to_a_result_of_a_call_it_made_bounds_nothing():
 def test_a_value_a_call_returned_as_it_took_it_stays_with_the_call_that_made_it():
     """A call returns what it took (a norm at its initial statistics, a block scaled near zero): the node that
     made the value is the maker's (an exporter fusing the norm into the layer before names the node after the
-    layer); the nodes it runs on unchanged through after it may be the returning call's or its caller's."""
+    layer); the nodes it runs on unchanged through after it may be the returning call's or its caller's (second
+    made a call: which of its nodes or its caller's made the new tensor is not known)."""
     graph, values, x = _graph()
     events = _events(values, x)
-    events[4] = Event(False, "second", (("second result", values["a"].copy()),))
+    events[4:5] = [*_handing_back("second.inner", "first result", values["a"]),
+                   Event(False, "second", (("second result", values["a"].copy()),))]
     boundaries = call_regions(graph, values, events, [x])
     assert 0 not in boundaries.unplaced and 1 in boundaries.unplaced
     constant = constant_nodes(graph)
@@ -587,6 +594,7 @@ def test_nodes_computed_from_a_value_a_call_returned_as_it_took_it_are_pulled_in
         Event(True, "second.act", (("x", x),)),
         Event(False, "second.act", (("relu", a),)),
         Event(True, "second.norm", (("relu", a),)),
+        *_handing_back("second.norm.inner", "relu", a),  # a call it made: what made its result is not settled
         Event(False, "second.norm", (("normed", a.copy()),)),
         Event(False, "second", (("second result", values["b"]),)),
         Event(False, "", (("root result", values["c"]),)),
@@ -1502,9 +1510,66 @@ def test_a_node_between_two_calls_reading_a_parameter_of_one_of_them_alone_ran_i
     assert 1 not in hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners)
 
 
+def _pooled_once(extra: bool) -> tuple[onnx.GraphProto, dict[str, np.ndarray]]:
+    """tanh(x), averaged over an axis of one position (equal to it), then sin; ``extra``: the mean scaled by a
+    constant of ones too (a second node holding the value)."""
+    x = X.reshape(2, 3, 1)
+    nodes = [helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("ReduceMean", ["t"], ["p"], axes=[2], keepdims=1)]
+    if extra:
+        nodes += [helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.ones(1, np.float32))),
+                  helper.make_node("Mul", ["p", "one"], ["q"])]
+    nodes.append(helper.make_node("Sin", ["q" if extra else "p"], ["r"]))
+    return _run(nodes, x)
+
+
+@pytest.mark.parametrize("inner", [False, True])
+def test_a_call_making_no_call_that_returned_a_new_tensor_equal_to_what_it_took_ran_the_one_node_holding_it(inner):
+    """block computes tanh(x) and hands it to pool, which averages it over an axis of one position and returns
+    the mean: a new tensor equal to what it took. A call that made no call and returned a new tensor computed it
+    itself: the one node computed from what it took that holds the value ran in pool. Where pool made a call,
+    which of its nodes or its caller's made it is not settled (the values alone cannot say)."""
+    graph, values = _pooled_once(extra=False)
+    x = X.reshape(2, 3, 1)
+    events = [Event(True, "block", (("x", x),)), Event(True, "block.pool", (("t", values["t"]),)),
+              *(_handing_back("block.pool.inner", "t", values["t"]) if inner else []),
+              Event(False, "block.pool", (("p", values["p"].copy()),)), Event(False, "block", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [x])
+    moved = hold_boundaries({0: "block", 1: "block", 2: "block"}, boundaries, constant_nodes(graph), {})
+    assert moved == ({} if inner else {1: "block.pool"})
+
+
+def test_the_node_a_call_making_no_call_ran_is_settled_for_the_calls_enclosing_it():
+    """act returns tanh(x); pool hands it to op, which averages it over an axis of one position, and returns a
+    new tensor equal to op's result: op made no call and ran the mean, so pool ran it too (not pool or block
+    alone)."""
+    graph, values = _pooled_once(extra=False)
+    x = X.reshape(2, 3, 1)
+    events = [Event(True, "block", (("x", x),)), Event(True, "block.act", (("x", x),)),
+              Event(False, "block.act", (("t", values["t"]),)), Event(True, "block.pool", (("t", values["t"]),)),
+              Event(True, "block.pool.op", (("t", values["t"]),)), Event(False, "block.pool.op", (("p", values["p"]),)),
+              Event(False, "block.pool", (("p2", values["p"].copy()),)), Event(False, "block", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [x])
+    assert 1 not in boundaries.unplaced
+    assert hold_boundaries({0: "block.act", 1: "block", 2: "block"}, boundaries, constant_nodes(graph), {}) == \
+        {1: "block.pool.op"}
+
+
+def test_a_call_making_no_call_whose_new_tensor_two_nodes_hold_is_not_placed():
+    """As above, but block scales the mean by a constant of ones after pool returned it: two nodes computed from
+    what pool took hold its value, and the values do not say which pool ran."""
+    graph, values = _pooled_once(extra=True)
+    x = X.reshape(2, 3, 1)
+    events = [Event(True, "block", (("x", x),)), Event(True, "block.pool", (("t", values["t"]),)),
+              Event(False, "block.pool", (("p", values["p"].copy()),)), Event(False, "block", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [x])
+    assert all(region.module != "block.pool" for region in boundaries.regions)
+    assert hold_boundaries({i: "block" for i in range(5)}, boundaries, constant_nodes(graph), {}) == {}
+
+
 def test_a_node_passing_on_what_a_call_returned_equal_to_what_it_took_reading_its_parameter_ran_in_it():
-    """scale multiplies what first returned by its weight of ones and returns the product, equal to what it took:
-    the Mul is scale's or its caller's, and the values cannot say which. It reads a weight equal to scale's own
+    """scale multiplies what first returned by its weight of ones and returns the product, equal to what it took;
+    it made a call (handing back what it took), so the Mul is scale's or its caller's, and the values cannot say
+    which. It reads a weight equal to scale's own
     parameter (merged with other's, also ones), and the caller owns none: scale ran it."""
     import torch
 
@@ -1514,7 +1579,8 @@ def test_a_node_passing_on_what_a_call_returned_equal_to_what_it_took_reading_it
         helper.make_node("Sin", ["s"], ["r"]),
     ], X, {"ones": np.ones(3, dtype=np.float32)})
     events = [Event(True, "first", (("x", X),)), Event(False, "first", (("a", values["a"]),)),
-              Event(True, "scale", (("a", values["a"]),)), Event(False, "scale", (("s", values["s"]),))]
+              Event(True, "scale", (("a", values["a"]),)), *_handing_back("scale.inner", "a", values["a"]),
+              Event(False, "scale", (("s", values["s"]),))]
     boundaries = call_regions(graph, values, events, [X])
     assert boundaries.handed_on == {1: {"first", "scale"}} and 1 not in boundaries.between
 
@@ -1539,7 +1605,8 @@ def test_a_node_computing_what_a_call_returned_equal_from_a_value_no_call_made_y
         helper.make_node("Add", ["s", "n"], ["r"]),
     ], X, {"ones": np.ones(3, dtype=np.float32)})
     events = [Event(True, "block", (("x", X),)),
-              Event(True, "block.scale", (("a", values["a"]),)), Event(False, "block.scale", (("s", values["s"]),)),
+              Event(True, "block.scale", (("a", values["a"]),)), *_handing_back("block.scale.inner", "a", values["a"]),
+              Event(False, "block.scale", (("s", values["s"]),)),
               Event(True, "block.norm", (("a", values["a"]),)), Event(False, "block.norm", (("n", values["n"]),)),
               Event(False, "block", (("r", values["r"]),))]
     boundaries = call_regions(graph, values, events, [X])

@@ -758,7 +758,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     ran_after: dict[str, set[int]] = defaultdict(set)
     handed_on: dict[int, set[str]] = defaultdict(set)
     ended_inside: set[int] = set()  # the nodes of the regions of calls that ended, but their results
-    equal_after: list[tuple[Hashable, "np.ndarray", str]] = []  # what calls took and returned equal new tensors of
+    # what calls took and returned equal new tensors of (the tensor taken, the one returned), and whether the call
+    # made no call
+    equal_after: list[tuple[Hashable, Hashable, "np.ndarray", str, bool]] = []
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
     began_at: dict[int, int] = {}  # each end event's position: the position of its call's beginning
     opened: list[int] = []
@@ -849,8 +851,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             # the nodes computing it from what the call took (passing that on, or reading it and holding its value:
             # a scale of ones): the returning call's, or its caller's; where no node is known to hold what the call
             # took yet, a later call may tell
-            equal_after.extend((given_key, array, event.module) for key, given_key in returned if key != given_key
-                               for taken, array in inputs if taken == given_key)
+            made_none = began_at[position] == position - 1  # no call began inside it
+            equal_after.extend((given_key, key, array, event.module, made_none) for key, given_key in returned
+                               if key != given_key for taken, array in inputs if taken == given_key)
             continue
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         bounding = tuple(value for value in results_of if value[0] not in made_before)
@@ -1053,13 +1056,37 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                     shaped_within[node] = event.module
         ended_inside |= kept - set(results)
         unplaced |= doubtful - sized_in
-    for given_key, array, module in equal_after:
+    made_by: dict[int, str] = {}  # nodes a call that made no call ran, returning a new tensor equal to what it took
+    holding_values = Counter(known.values())
+    for given_key, result_key, array, module, made_none in equal_after:
+        equal = set(find(array)) if informative(array) else set()
+        if given_key not in known:
+            # a value met for the first time is held by the first node equal to it
+            if not (made_none and equal):
+                continue
+            held = (min(producer[name] for name in equal),)
+        else:
+            held = (known[given_key], *runs_on.get(given_key, ()))
+        if made_none and equal:
+            # a call that made no call and returned a new tensor computed it itself (a pooling of a single position,
+            # a norm at its initial statistics): where one node alone, written after the node holding what it took
+            # and computed from it, holds its result (and no other value a call took or returned), the call ran it
+            # and the nodes computing it from what the call took
+            holders = {producer[name] for name in equal} | ({known[result_key]} if result_key in known else set())
+            made = sorted(i for i in holders if i > held[0] and descends(i, held[0]))
+            if len(made) == 1 and known.get(result_key, made[0]) in (made[0], *held) \
+                    and holding_values[made[0]] <= (known.get(result_key) == made[0]):
+                ran = {i for i in ancestors(made, held[0]) if descends(i, held[0])} - constant
+                regions.append(CallRegion(module, ran))
+                made_by.update(dict.fromkeys(ran, module))
+                continue
         if given_key not in known:
             continue
-        held = (known[given_key], *runs_on.get(given_key, ()))
-        equal = set(find(array)) if informative(array) else set()
-        for node in {*held[1:], *(reader for i in held for reader in readers.get(i, ())
-                                   if any(name in equal for name in graph.node[reader].output))}:
+        passing = {*held[1:], *(reader for i in held for reader in readers.get(i, ())
+                                if any(name in equal for name in graph.node[reader].output))}
+        for node in passing:
+            if is_ancestor(module, made_by.get(node, "")) and made_by[node] != module:
+                continue  # a call it made ran it
             unplaced.add(node)
             undecided[node].add(module)
             handed_on[node].add(module)
