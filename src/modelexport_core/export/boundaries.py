@@ -148,7 +148,12 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
   made it, and those reading that node and holding the value (the returning call's or its caller's); where no
   node was known to hold what the call took when it ended, a later call taking it may tell. The node that made
   it ran in the call that made it, which pulls it in as any call its result: where an exporter fuses a norm into
-  the layer before it, the one node is the layer's.
+  the layer before it, the one node is the layer's. But a call that made no call computed the new tensor it
+  returned itself: where one node alone, written after the node holding what it took and computed from it,
+  holds the result (and holds no other value a call took or returned), that node and the nodes computing it
+  from what the call took ran in the call, and so in every call enclosing it (a pooling of a single position, a
+  norm at its initial statistics). Where two nodes do (the caller scaled the result by ones), which one the
+  call ran is not settled.
 
 Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are, but out
 of a module every call of which took a value they computed, :attr:`Boundaries.ran_before`):
