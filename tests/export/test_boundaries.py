@@ -1913,3 +1913,51 @@ def test_a_result_of_one_number_repeated_computed_before_a_child_call_is_held_wh
     boundaries = call_regions(graph, values, events, [X])
     tags = {0: "attn", 1: "attn", 2: "attn.proj", 3: "", 4: "attn2", 5: "attn2"}
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}) == {}
+
+
+def _positions_made_again() -> tuple[onnx.GraphProto, dict[str, np.ndarray]]:
+    """The caller counts positions from x's sizes (a Range) and hands them to table with tanh(x); table adds
+    their cast to it, takes the sine and, to place the result, counts positions again from its sizes: two copies
+    of the positions, the second computed from the first through table's own nodes."""
+    zero, one = np.array(0, np.int64), np.array(1, np.int64)
+    return _run([
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "one"], ["p"]),
+        helper.make_node("Tanh", ["x"], ["h"]),
+        helper.make_node("Cast", ["p"], ["pf"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["pf", "h"], ["a"]),
+        helper.make_node("Sin", ["a"], ["e"]),
+        helper.make_node("Shape", ["e"], ["s2"]),
+        helper.make_node("Gather", ["s2", "one"], ["n2"]),
+        helper.make_node("Range", ["zero", "n2", "one"], ["q"]),
+        helper.make_node("Cast", ["q"], ["qf"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["e", "qf"], ["r"]),
+    ], X, {"zero": zero, "one": one})
+
+
+def test_a_copy_of_what_a_call_took_computed_from_another_copy_is_the_calls_own():
+    """Which copy of data written for each reader a call took is not known, but one computed from another copy
+    (through the sine) was made after it by what its reader computed: table took the first, so the cast, the add
+    and the sine ran in table. The positions themselves were made before table began: they are not built for the
+    cast reading them (integer arithmetic is written where it is used, but not a value a call took)."""
+    graph, values = _positions_made_again()
+    events = [Event(True, "", (("x", X),)), Event(True, "table", (("p", values["p"]), ("h", values["h"]))),
+              Event(False, "table", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    moved = hold_boundaries({i: "" for i in range(12)}, boundaries, constant_nodes(graph), {})
+    assert {4, 5, 6, 11} <= set(moved) and all(moved[i] == "table" for i in moved)
+    assert 2 not in moved and 3 not in moved
+
+
+def test_a_result_no_node_holds_leaves_the_call_bounded_by_the_others_pushing_nothing_out():
+    """layer returns tanh(x) and a state the exporter dropped (nothing read it): no node holds the state, so it
+    places none, but tanh(x) still bounds the call: the Tanh ran in layer. The sine the caller computed, tagged
+    with layer, is not pushed out: what computed the state is not known."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Sin", ["t"], ["r"])], X)
+    state = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3) + 7
+    events = [Event(True, "", (("x", X),)), Event(True, "layer", (("x", X),)),
+              Event(False, "layer", (("t", values["t"]), ("state", state))), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "layer" in boundaries.unbounded
+    assert hold_boundaries({0: "", 1: "layer"}, boundaries, constant_nodes(graph), {}) == {0: "layer"}

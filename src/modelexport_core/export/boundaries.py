@@ -783,6 +783,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if other_key != key and other.shape == array.shape and other.dtype == array.dtype
             and same_values(other, array)})
 
+    given_by: set[int] = set()  # the nodes that may hold a value a bounded call took
     ended_holding: set[int] = set()  # the nodes holding the results of the call that ended at the last event
     cast_back: dict[int, str] = {}  # casts of a call's result that call ran, with its module
     cast_of: dict[int, Hashable] = {}  # those casts: the result they cast
@@ -876,6 +877,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if region is None:
             unbounded.add(event.module)
             continue
+        if any(key not in known and informative(array) for key, array in bounding):
+            unbounded.add(event.module)  # a result no node holds: the others pull nodes in, pushing none out
         if untold:
             # a result that tells nothing (a size it returned, a mask of ones) places no node: the nodes computing
             # it are unknown, so none is pushed out of the module on this call's account; its region pulls in.
@@ -886,6 +889,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             else:
                 unbounded.add(event.module)
         results, sources, unsure = region
+        given_by |= set(sources)
         ended_holding = set(results)
         # an input of one number repeated that one node alone holds bounded the call from below (a mask that masks
         # nothing, zeros the caller built): the call began once it existed, so it and what computed it ran before
@@ -1098,7 +1102,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     excluded: dict[str, set[int]] = {}
     for module, nodes in calls_before:  # the nodes every call of a module ran after
         excluded[module] = nodes if module not in excluded else excluded[module] & nodes
-    served = _served(of_inputs, readers)
+    served = _served(of_inputs - given_by, readers)  # (a value a call took was made before it, not where used)
     # a crop taking the whole of a value it reads, with the node making that value
     read_by: dict[str, int] = Counter(name for node in graph.node for name in node.input)
     crops = {i: producer[node.input[0]] for i, node in enumerate(graph.node)
@@ -1118,7 +1122,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 listing.add(i)
         elif not any(j in sizing and j not in listing for j in made_from[i]):
             listing.add(i)
-    built_for = {i: sorted(nodes) for i, nodes in _served(listing, readers).items()
+    # (not a node that may hold a value a call took: that was made before the call began, not where it is used)
+    built_for = {i: sorted(nodes) for i, nodes in _served(listing - given_by, readers).items()
                  if len(nodes) == 1 and not nodes & integer}
     loose |= moved_up - sized_own
     regions_holding: dict[int, list[str]] = defaultdict(list)
@@ -1375,9 +1380,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
                 firsts.append(node)
             continue  # else it places no node: the call is bounded by the others
         later = [i for i in _after(find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
-        if not later:
-            return None
-        firsts.append(later[0])
+        if later:  # (a result no node holds places none: the exporter dropped what nothing read, a state returned
+            firsts.append(later[0])  # beside the result; the others bound the call, pushing no node out)
     if not firsts:
         return None
     first = min(firsts)
@@ -1415,7 +1419,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             return None
         before.sort()
         if copies(before):  # which copy of data it took places no node: none computes anything the call did
-            held = [i for i in before if i > start]
+            # (but a copy computed from another one was made after that one by what its reader computed from it:
+            # the reader's own, not data written for it)
+            held = [i for i in before if i > start and not any(descends(i, j) for j in before if j < i)]
             sources.extend(held)
             unsure.update(held)
             continue
@@ -1445,6 +1451,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
                 results.append(node)
             continue
         candidates = [i for i in _after(find(array), producer, start, inner) if claimed.get(i, mark) >= mark]
+        if not candidates:
+            continue
         node = candidates[0]
         chain = []
         while True:
