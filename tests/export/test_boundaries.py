@@ -543,6 +543,26 @@ def test_sizes_a_call_read_off_what_it_took_are_its_own_though_a_call_it_made_re
     assert hold_boundaries(tags, boundaries, set(), {}) == {1: "mlp"}
 
 
+def test_sizes_a_call_read_off_a_value_it_did_not_take_stay_where_they_are():
+    """As above, but the sizes inner reshapes by are read off a value computed after norm returned and before mlp
+    began, which mlp did not take: nothing says mlp read them (the exporter moved them up, merged with an equal
+    one), so the Shape is left where it is."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Neg", ["x"], ["c"]),
+                          helper.make_node("Shape", ["c"], ["s"]),
+                          helper.make_node("Sin", ["t"], ["g"]), helper.make_node("Flatten", ["t"], ["f"], axis=0),
+                          helper.make_node("Cos", ["f"], ["u"]), helper.make_node("Reshape", ["u", "s"], ["r"]),
+                          helper.make_node("Add", ["g", "r"], ["o"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "norm", (("x", X),)), Event(False, "norm", (("t", values["t"]),)),
+              Event(True, "mlp", (("t", values["t"]),)), Event(True, "mlp.gate", (("t", values["t"]),)),
+              Event(False, "mlp.gate", (("g", values["g"]),)), Event(True, "mlp.inner", (("t", values["t"]),)),
+              Event(False, "mlp.inner", (("r", values["r"]),)), Event(False, "mlp", (("o", values["o"]),)),
+              Event(False, "", (("o", values["o"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert 2 in boundaries.loose
+    tags = {0: "norm", 1: "", 2: "", 3: "mlp.gate", 4: "mlp.inner", 5: "mlp.inner", 6: "mlp.inner", 7: "mlp"}
+    assert 2 not in hold_boundaries(tags, boundaries, set(), {})
+
+
 def test_a_call_given_numbers_leaves_the_integer_arithmetic_it_reads():
     """The caller reads a size and hands the call a number; the call expands a weight to it."""
     graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),

@@ -624,6 +624,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                    or (name not in producer or producer[name] in data_free) and not weighs(name)
                    for name in graph.node[node].input if name)
 
+    def casts_as_it_is(node: int, key: Hashable) -> bool:
+        """Whether a node casts tensor ``key`` to the type it has, reading nothing else (:func:`carries`)."""
+        return graph.node[node].op_type in CASTS and carries(node, key)
+
     def distance(name: str, array: "np.ndarray") -> float:
         """The largest difference between a node output and a recorded value (NaN where they disagree on NaNs)."""
         held = values[name]
@@ -947,7 +951,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         own_nodes = {r for r in nodes if r in results or r not in ended_inside and claimed.get(r, -1) < mark}
         computes_with = {key: nodes if key in fresh else own_nodes - set(runs_on.get(key, ())) for key, _ in inputs}
         cast_here = {node for key, _ in inputs for node in runs_on.get(key, ())
-                     if node in nodes and graph.node[node].op_type in CASTS and carries(node, key)
+                     if node in nodes and casts_as_it_is(node, key)
                      and (key in fresh or not in_sibling_elements(returned_by.get(key, ""), event.module))
                      and any(r in nodes for r in readers.get(node, ()))
                      and all(r in computes_with[key] or r not in nodes and r > last for r in readers.get(node, ()))}
@@ -962,7 +966,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # taking that result computes with the cast: ``cast_in``, which settles it)
         if cast_here:
             for key, _ in results_of:
-                if (chain := runs_on.get(key)) and graph.node[chain[0]].op_type in CASTS and carries(chain[0], key):
+                if (chain := runs_on.get(key)) and casts_as_it_is(chain[0], key):
                     cast_back.setdefault(chain[0], event.module)
                     cast_of.setdefault(chain[0], key)
         # a tensor an earlier call returned, cast to the type it has by the first node passing it on, whose elements
@@ -977,7 +981,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 continue
             first = chain[0]
             computing = [r for r in readers.get(first, ()) if r not in sizing]  # reading its elements, not its sizes
-            if first in nodes and graph.node[first].op_type in CASTS and carries(first, key) and computing \
+            if first in nodes and casts_as_it_is(first, key) and computing \
                     and all(r in nodes and r not in computes_with[key] for r in computing):
                 cast_back.setdefault(first, returning)
                 cast_of.setdefault(first, key)
