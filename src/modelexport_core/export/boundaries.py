@@ -1085,11 +1085,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             # a norm at its initial statistics): where one node alone, written after the node holding what it took
             # and computed from it, holds its result (and no other value a call took or returned), the call ran it
             # and the nodes computing it from what the call took
-            holders = {producer[name] for name in equal} | ({known[result_key]} if result_key in known else set())
-            made = sorted(i for i in holders if i > held[0] and descends(i, held[0]))
-            if len(made) == 1 and known.get(result_key, made[0]) in (made[0], *held) \
-                    and holding_values[made[0]] <= (known.get(result_key) == made[0]):
-                ran = {i for i in ancestors(made, held[0]) if descends(i, held[0])} - constant
+            holding_it = {producer[name] for name in equal} | ({known[result_key]} if result_key in known else set())
+            making_it = sorted(i for i in holding_it if i > held[0] and descends(i, held[0]))
+            if len(making_it) == 1 and known.get(result_key, making_it[0]) in (making_it[0], *held) \
+                    and holding_values[making_it[0]] <= (known.get(result_key) == making_it[0]):
+                ran = {i for i in ancestors(making_it, held[0]) if descends(i, held[0])} - constant
                 regions.append(CallRegion(module, ran))
                 made_by.update(dict.fromkeys(ran, module))
                 continue
