@@ -1558,6 +1558,40 @@ def test_a_call_making_no_call_that_returned_a_new_tensor_equal_to_what_it_took_
     assert moved == ({} if inner else {1: "block.pool"})
 
 
+def test_calls_making_no_call_each_taking_the_new_tensor_the_one_before_returned_ran_its_nodes_in_order():
+    """block computes tanh(x); act takes it and returns its mean over an axis of one position, pool takes that and
+    returns its mean again: two new tensors, each equal to what its call took, held by the two means in the order
+    the calls ran."""
+    x = X.reshape(2, 3, 1)
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]),
+                          helper.make_node("ReduceMean", ["t"], ["a"], axes=[2], keepdims=1),
+                          helper.make_node("ReduceMean", ["a"], ["p"], axes=[2], keepdims=1),
+                          helper.make_node("Sin", ["p"], ["r"])], x)
+    events = [Event(True, "block", (("x", x),)),
+              Event(True, "block.act", (("t", values["t"]),)), Event(False, "block.act", (("a", values["a"].copy()),)),
+              Event(True, "block.pool", (("a", values["a"]),)), Event(False, "block.pool", (("p", values["p"].copy()),)),
+              Event(False, "block", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [x])
+    assert hold_boundaries({i: "block" for i in range(4)}, boundaries, set(), {}) == {1: "block.act", 2: "block.pool"}
+
+
+def test_a_node_reading_what_a_call_making_no_call_did_not_take_is_not_that_calls():
+    """branch returns zeros, conv returns tanh(x), and norm (folded into conv by the exporter: it runs no node)
+    returns a new tensor equal to what it took; block adds the zeros to it. The Add is the one node after conv's
+    result holding norm's value, but it reads the zeros, which norm did not take: a call computes from what it
+    took, weights and constants alone, so the Add is not norm's."""
+    graph, values = _run([helper.make_node("Mul", ["x", "zeros"], ["z"]), helper.make_node("Tanh", ["x"], ["c"]),
+                          helper.make_node("Add", ["c", "z"], ["r"])], X, {"zeros": np.zeros(3, np.float32)})
+    events = [Event(True, "block", (("x", X),)),
+              Event(True, "block.branch", (("x", X),)), Event(False, "block.branch", (("z", values["z"]),)),
+              Event(True, "block.conv", (("x", X),)), Event(False, "block.conv", (("c", values["c"]),)),
+              Event(True, "block.norm", (("c", values["c"]),)), Event(False, "block.norm", (("n", values["c"].copy()),)),
+              Event(False, "block", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert all(region.module != "block.norm" for region in boundaries.regions)
+    assert 2 not in hold_boundaries({0: "block.branch", 1: "block.conv", 2: "block"}, boundaries, set(), {})
+
+
 def test_the_node_a_call_making_no_call_ran_is_settled_for_the_calls_enclosing_it():
     """act returns tanh(x); pool hands it to op, which averages it over an axis of one position, and returns a
     new tensor equal to op's result: op made no call and ran the mean, so pool ran it too (not pool or block

@@ -149,11 +149,14 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
   node was known to hold what the call took when it ended, a later call taking it may tell. The node that made
   it ran in the call that made it, which pulls it in as any call its result: where an exporter fuses a norm into
   the layer before it, the one node is the layer's. But a call that made no call computed the new tensor it
-  returned itself: where one node alone, written after the node holding what it took and computed from it,
-  holds the result (and holds no other value a call took or returned), that node and the nodes computing it
-  from what the call took ran in the call, and so in every call enclosing it (a pooling of a single position, a
-  norm at its initial statistics). Where two nodes do (the caller scaled the result by ones), which one the
-  call ran is not settled.
+  returned itself, and so did each such call taking what the one before returned: where as many nodes as those
+  calls, written after the node holding what the first took, each computed from the one before, hold their
+  results (and no other value a call took or returned), each call ran one of them in the order they ran, with the
+  nodes computing it from the one before, and so did every call enclosing it (a pooling of a single position, a
+  norm at its initial statistics). Not where more nodes do (the caller scaled the result by ones: which one the
+  call ran is not settled), nor where such a node reads a value made before that the call did not take (a call
+  computes from what it took, weights and constants: a norm folded into the layer before it runs no node, and a
+  residual add of a branch returning zeros holds its value).
 
 Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are, but out
 of a module every call of which took a value they computed, :attr:`Boundaries.ran_before`):
@@ -1071,30 +1074,58 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         unplaced |= doubtful - sized_in
     made_by: dict[int, str] = {}  # nodes a call that made no call ran, returning a new tensor equal to what it took
     holding_values = Counter(known.values())
-    for given_key, result_key, array, module, made_none in equal_after:
-        equal = set(find(array)) if informative(array) else set()
-        if given_key not in known:
-            # a value met for the first time is held by the first node equal to it
-            if not (made_none and equal):
-                continue
-            held = (min(producer[name] for name in equal),)
-        else:
-            held = (known[given_key], *runs_on.get(given_key, ()))
-        if made_none and equal:
-            # a call that made no call and returned a new tensor computed it itself (a pooling of a single position,
-            # a norm at its initial statistics): where one node alone, written after the node holding what it took
-            # and computed from it, holds its result (and no other value a call took or returned), the call ran it
-            # and the nodes computing it from what the call took
-            holding_it = {producer[name] for name in equal} | ({known[result_key]} if result_key in known else set())
-            making_it = sorted(i for i in holding_it if i > held[0] and descends(i, held[0]))
-            if len(making_it) == 1 and known.get(result_key, making_it[0]) in (making_it[0], *held) \
-                    and holding_values[making_it[0]] <= (known.get(result_key) == making_it[0]):
-                ran = {i for i in ancestors(making_it, held[0]) if descends(i, held[0])} - constant
-                regions.append(CallRegion(module, ran))
-                made_by.update(dict.fromkeys(ran, module))
-                continue
+    # a call that made no call and returned a new tensor computed it itself (a pooling of a single position, a norm
+    # at its initial statistics), and so did each such call taking what the one before returned: where as many
+    # nodes as those calls, written after the node holding what the first took, each computed from the one before,
+    # hold their results (and no other value a call took or returned), each ran one of them in the order they ran,
+    # with the nodes computing it from the one before
+    leaves = [n for n, entry in enumerate(equal_after) if entry[4] and informative(entry[2])]
+    taking = {equal_after[n][0]: n for n in reversed(leaves)}  # the first such call taking each tensor
+    returned_new = {equal_after[n][1] for n in leaves}
+    placed: set[int] = set()  # the entries so settled (by position in ``equal_after``)
+    for head in leaves:
+        if equal_after[head][0] in returned_new:
+            continue  # not the first of a run of such calls
+        run = [head]
+        while (following := taking.get(equal_after[run[-1]][1])) is not None and following not in run:
+            run.append(following)
+        found = [find(equal_after[n][2]) for n in run]
+        given = equal_after[head][0]
+        if not found[0]:
+            continue
+        # (a tensor met for the first time: the first node equal to it holding no tensor met before)
+        first = known[given] if given in known else min(
+            [i for name in found[0] if (i := producer[name]) not in holding_values] or [-1])
+        if first < 0:
+            continue
+        results_known = [known.get(equal_after[n][1]) for n in run]
+        holding_it = {producer[name] for names in found for name in names} | {i for i in results_known if i is not None}
+        making_it = sorted(i for i in holding_it if i > first and descends(i, first))
+        if len(making_it) != len(run) or not all(descends(later, earlier)
+                                                 for earlier, later in zip(making_it, making_it[1:])):
+            continue
+        if not all((at is None or at in (first, *making_it)) and holding_values[node] <= (at == node)
+                   for at, node in zip(results_known, making_it)):
+            continue
+        spans = [(n, {i for i in ancestors([node], before) if descends(i, before)} - constant, before)
+                 for n, node, before in zip(run, making_it, [first, *making_it])]
+        # (a call computes from what it took, weights and constants alone: where a node making it read another value
+        # made before, that node is another's, computing what the call returned again: a norm folded into the layer
+        # before it runs no node, and a residual add of a branch returning zeros holds its value)
+        if any(name in producer and (j := producer[name]) not in ran and j != before and j not in data_free
+               for _, ran, before in spans for i in ran for name in graph.node[i].input if name):
+            continue
+        for n, ran, _ in spans:
+            regions.append(CallRegion(equal_after[n][3], ran))
+            made_by.update(dict.fromkeys(ran, equal_after[n][3]))
+            placed.add(n)
+    for n, (given_key, result_key, array, module, made_none) in enumerate(equal_after):
+        if n in placed:
+            continue
         if given_key not in known:
             continue
+        held = (known[given_key], *runs_on.get(given_key, ()))
+        equal = set(find(array)) if informative(array) else set()
         passing = {*held[1:], *(reader for i in held for reader in readers.get(i, ())
                                 if any(name in equal for name in graph.node[reader].output))}
         for node in passing:
