@@ -1119,7 +1119,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             regions.append(CallRegion(equal_after[n][3], ran))
             made_by.update(dict.fromkeys(ran, equal_after[n][3]))
             placed.add(n)
-    for n, (given_key, _, array, module, made_none) in enumerate(equal_after):
+    for n, (given_key, _, array, module, _) in enumerate(equal_after):
         if n in placed:
             continue
         if given_key not in known:
