@@ -70,7 +70,9 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   is tagged with goes into that module, unless a call of it took the value (:attr:`Boundaries.ran_before`);
 - integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor: each
   number unsqueezed, then joined), reading no value's sizes itself, goes where that node goes: the exporter
-  writes it where the operand is used (:attr:`Boundaries.built_for`);
+  writes it where the operand is used (:attr:`Boundaries.built_for`); but not a node that may hold a value a call
+  took (positions handed to an embedding), made before that call began, nor does such a size of the model's input
+  go with its readers;
 - a crop taking the whole of a value that nothing else reads ran where that value was made
   (:attr:`Boundaries.crops`): the values cannot say whether the code making the value cropped it or the code
   taking it did, but code crops what it padded or joined itself (a stage trimming its padding, a block keeping
@@ -95,8 +97,10 @@ repeated that is the very tensor a call made inside returned is held where that 
 known where that is not known (a stage returning its last block's zeros).
 An input of integers no node holds
 places none (integers compare exactly: the exporter folded it into its readers). A call is not bounded where
-every result tells nothing, a value is not found, or an input has faded to subnormals (no node is known to hold
-it, so nothing bounds the call from below); a call
+every result tells nothing or is not found, an input is not found, or an input has faded to subnormals (no node is
+known to hold it, so nothing bounds the call from below); a result no node holds beside results found (a state
+returned that nothing read, which the exporter dropped) places none: the others bound the call, its region pulling
+nodes in but pushing none out of the module; a call
 some result of which tells nothing (a mask of ones returned beside a tensor) is bounded by the others, its region
 pulling nodes in but pushing none out of the module (the nodes computing that result are not known); where every
 such result is one integer (a size returned beside a tensor), only integer arithmetic can have computed it, so
@@ -168,7 +172,8 @@ of a module every call of which took a value they computed, :attr:`Boundaries.ra
   that the caller's region holds (every reader within its call): a call reads its own input's sizes.
 
 Where the values are copies the file wrote for each reader, which one a call took is not known, but one written
-before the last call result found before the call began ran before it, with what computed it. A call made the
+before the last call result found before the call began ran before it, with what computed it, and one computed
+from another copy (through what its reader computed) was made after that one by its reader: not the one taken. A call made the
 nodes computed from constants alone that hold its result (a table of positions at static sizes: the region
 leaves constants out), with the constants computed for them alone (:attr:`Boundaries.made_constant`). A module
 every call of which returned tensors of no element alone, of shapes no node of the file holds, ran no node the
