@@ -71,8 +71,7 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 - integer arithmetic turning numbers into the operand of one node alone (a list of sizes made a tensor: each
   number unsqueezed, then joined), reading no value's sizes itself, goes where that node goes: the exporter
   writes it where the operand is used (:attr:`Boundaries.built_for`); but not a node that may hold a value a call
-  took (positions handed to an embedding), made before that call began, nor does such a size of the model's input
-  go with its readers;
+  took (positions handed to an embedding), made before that call began;
 - a crop taking the whole of a value that nothing else reads ran where that value was made
   (:attr:`Boundaries.crops`): the values cannot say whether the code making the value cropped it or the code
   taking it did, but code crops what it padded or joined itself (a stage trimming its padding, a block keeping
@@ -1142,7 +1141,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     excluded: dict[str, set[int]] = {}
     for module, nodes in calls_before:  # the nodes every call of a module ran after
         excluded[module] = nodes if module not in excluded else excluded[module] & nodes
-    served = _served(of_inputs - given_by, readers)  # (a value a call took was made before it, not where used)
+    served = _served(of_inputs, readers)
     # a crop taking the whole of a value it reads, with the node making that value
     read_by: dict[str, int] = Counter(name for node in graph.node for name in node.input)
     crops = {i: producer[node.input[0]] for i, node in enumerate(graph.node)
