@@ -172,7 +172,8 @@ of a module every call of which took a value they computed, :attr:`Boundaries.ra
 
 Where the values are copies the file wrote for each reader, which one a call took is not known, but one written
 before the last call result found before the call began ran before it, with what computed it, and one computed
-from another copy (through what its reader computed) was made after that one by its reader: not the one taken. A call made the
+from another copy written since that result (through what its reader computed) was made after that one by its
+reader: not the one taken. A call made the
 nodes computed from constants alone that hold its result (a table of positions at static sizes: the region
 leaves constants out), with the constants computed for them alone (:attr:`Boundaries.made_constant`). A module
 every call of which returned tensors of no element alone, of shapes no node of the file holds, ran no node the
@@ -1458,9 +1459,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             return None
         before.sort()
         if copies(before):  # which copy of data it took places no node: none computes anything the call did
-            # (but a copy computed from another one was made after that one by what its reader computed from it:
-            # the reader's own, not data written for it)
-            held = [i for i in before if i > start and not any(descends(i, j) for j in before if j < i)]
+            # (but a copy computed from another one written since the last call result before it began was made
+            # after that one by what its reader computed from it: the reader's own, not data written for it)
+            held = [i for i in before if i > start and not any(descends(i, j) for j in before if start < j < i)]
             sources.extend(held)
             unsure.update(held)
             continue
