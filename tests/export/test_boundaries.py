@@ -2032,3 +2032,32 @@ def test_a_view_of_the_models_input_a_call_took_still_goes_with_its_readers():
               Event(False, "text", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
     boundaries = call_regions(graph, values, events, [ids])
     assert boundaries.sizes.get(1) == [2] and boundaries.sizes.get(0) == [2]
+
+
+def test_a_copy_computed_from_a_copy_written_before_the_last_call_result_may_be_the_one_taken():
+    """The caller counts positions from the sizes of tanh(x) before first runs, then, after first returned sin of
+    it, adds their cast to that result and counts positions again from the sum's sizes, handing those to table:
+    the second copy is computed from the first, but the first was written before the last call result before table
+    began, so the second may be the one the caller handed over: the nodes computing it are not pulled into table."""
+    zero, one = np.array(0, np.int64), np.array(1, np.int64)
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["h"]),
+        helper.make_node("Shape", ["h"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "one"], ["p"]),
+        helper.make_node("Cast", ["p"], ["pf"], to=TensorProto.FLOAT),
+        helper.make_node("Sin", ["h"], ["g"]),
+        helper.make_node("Add", ["pf", "g"], ["a"]),
+        helper.make_node("Shape", ["a"], ["s2"]),
+        helper.make_node("Gather", ["s2", "one"], ["n2"]),
+        helper.make_node("Range", ["zero", "n2", "one"], ["q"]),
+        helper.make_node("Cast", ["q"], ["qf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["g", "qf"], ["r"]),
+    ], X, {"zero": zero, "one": one})
+    events = [Event(True, "", (("x", X),)), Event(True, "first", (("h", values["h"]),)),
+              Event(False, "first", (("g", values["g"]),)),
+              Event(True, "table", (("q", values["q"]), ("g", values["g"]))),
+              Event(False, "table", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    moved = hold_boundaries({**{i: "" for i in range(12)}, 5: "first"}, boundaries, constant_nodes(graph), {})
+    assert moved.get(11) == "table" and not {6, 7, 8, 9} & set(moved)
