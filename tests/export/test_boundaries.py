@@ -523,6 +523,15 @@ def test_a_cast_claimed_by_a_call_for_a_tensor_its_caller_did_not_take_leaves_th
     assert 1 in boundaries.unplaced and "mixer" in boundaries.undecided[1]
 
 
+def _mlp_events(values: dict[str, np.ndarray]) -> list[Event]:
+    """norm returns tanh(x); mlp takes it, calls gate (sin of it), then inner (a reshape by sizes), and adds them."""
+    return [Event(True, "", (("x", X),)), Event(True, "norm", (("x", X),)), Event(False, "norm", (("t", values["t"]),)),
+            Event(True, "mlp", (("t", values["t"]),)), Event(True, "mlp.gate", (("t", values["t"]),)),
+            Event(False, "mlp.gate", (("g", values["g"]),)), Event(True, "mlp.inner", (("t", values["t"]),)),
+            Event(False, "mlp.inner", (("r", values["r"]),)), Event(False, "mlp", (("o", values["o"]),)),
+            Event(False, "", (("o", values["o"]),))]
+
+
 def test_sizes_a_call_read_off_what_it_took_are_its_own_though_a_call_it_made_read_them_too():
     """mlp reads the sizes of the tensor it took (Shape), calls gate, then inner, which reshapes its result to those
     sizes: for inner they were computed before it began (an exporter moves size computations up, merged with an
@@ -532,12 +541,7 @@ def test_sizes_a_call_read_off_what_it_took_are_its_own_though_a_call_it_made_re
                           helper.make_node("Sin", ["t"], ["g"]), helper.make_node("Flatten", ["t"], ["f"], axis=0),
                           helper.make_node("Cos", ["f"], ["u"]), helper.make_node("Reshape", ["u", "s"], ["r"]),
                           helper.make_node("Add", ["g", "r"], ["o"])], X)
-    events = [Event(True, "", (("x", X),)), Event(True, "norm", (("x", X),)), Event(False, "norm", (("t", values["t"]),)),
-              Event(True, "mlp", (("t", values["t"]),)), Event(True, "mlp.gate", (("t", values["t"]),)),
-              Event(False, "mlp.gate", (("g", values["g"]),)), Event(True, "mlp.inner", (("t", values["t"]),)),
-              Event(False, "mlp.inner", (("r", values["r"]),)), Event(False, "mlp", (("o", values["o"]),)),
-              Event(False, "", (("o", values["o"]),))]
-    boundaries = call_regions(graph, values, events, [X])
+    boundaries = call_regions(graph, values, _mlp_events(values), [X])
     assert 1 not in boundaries.loose
     tags = {0: "norm", 1: "", 2: "mlp.gate", 3: "mlp.inner", 4: "mlp.inner", 5: "mlp.inner", 6: "mlp"}
     assert hold_boundaries(tags, boundaries, set(), {}) == {1: "mlp"}
@@ -552,12 +556,7 @@ def test_sizes_a_call_read_off_a_value_it_did_not_take_stay_where_they_are():
                           helper.make_node("Sin", ["t"], ["g"]), helper.make_node("Flatten", ["t"], ["f"], axis=0),
                           helper.make_node("Cos", ["f"], ["u"]), helper.make_node("Reshape", ["u", "s"], ["r"]),
                           helper.make_node("Add", ["g", "r"], ["o"])], X)
-    events = [Event(True, "", (("x", X),)), Event(True, "norm", (("x", X),)), Event(False, "norm", (("t", values["t"]),)),
-              Event(True, "mlp", (("t", values["t"]),)), Event(True, "mlp.gate", (("t", values["t"]),)),
-              Event(False, "mlp.gate", (("g", values["g"]),)), Event(True, "mlp.inner", (("t", values["t"]),)),
-              Event(False, "mlp.inner", (("r", values["r"]),)), Event(False, "mlp", (("o", values["o"]),)),
-              Event(False, "", (("o", values["o"]),))]
-    boundaries = call_regions(graph, values, events, [X])
+    boundaries = call_regions(graph, values, _mlp_events(values), [X])
     assert 2 in boundaries.loose
     tags = {0: "norm", 1: "", 2: "", 3: "mlp.gate", 4: "mlp.inner", 5: "mlp.inner", 6: "mlp.inner", 7: "mlp"}
     assert 2 not in hold_boundaries(tags, boundaries, set(), {})
