@@ -1607,6 +1607,34 @@ def test_the_node_a_call_making_no_call_ran_is_settled_for_the_calls_enclosing_i
         {1: "block.pool.op"}
 
 
+@pytest.mark.parametrize("gate_computes", [False, True])
+def test_a_node_a_call_taking_a_new_tensor_equal_to_what_its_maker_took_computed_is_not_the_makers(gate_computes):
+    """norm returns a new tensor equal to what it took and ran no node (folded into the layer before it); gate
+    takes that tensor and returns sin of it, computed from a value equal to it: tanh(x) * (1 + tanh(x) * 0) (an
+    activation of faded values is equal to what it took within rounding). A tensor is made before a call takes it:
+    gate may have computed the product and the factor, which holds no call's value, from what it took, so nothing
+    says norm ran them (their tags stay). Where the one node equal to it merely averages it over an axis of one
+    position (``gate_computes`` false), norm ran it."""
+    x = X.reshape(2, 3, 1)
+    nodes = [helper.make_node("Tanh", ["x"], ["t"])]
+    if gate_computes:
+        nodes += [helper.make_node("Mul", ["t", "zero"], ["z"]), helper.make_node("Add", ["z", "one"], ["f"]),
+                  helper.make_node("Mul", ["t", "f"], ["p"])]
+    else:
+        nodes.append(helper.make_node("ReduceMean", ["t"], ["p"], axes=[2], keepdims=1))
+    nodes.append(helper.make_node("Sin", ["p"], ["r"]))
+    graph, values = _run(nodes, x, {"zero": np.zeros(1, np.float32), "one": np.ones(1, np.float32)})
+    t = values["t"]
+    events = [Event(True, "block", (("x", x),)), Event(True, "block.act", (("x", x),)),
+              Event(False, "block.act", (("t", t),)), Event(True, "block.norm", (("t", t),)),
+              Event(False, "block.norm", (("n", t.copy()),)), Event(True, "block.gate", (("n", t.copy()),)),
+              Event(False, "block.gate", (("r", values["r"]),)), Event(False, "block", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [x])
+    tags = {0: "block.act", **{i: "block.gate" for i in range(1, len(nodes))}}
+    moved = hold_boundaries(tags, boundaries, constant_nodes(graph), {})
+    assert moved == ({} if gate_computes else {1: "block.norm"})
+
+
 def test_a_call_making_no_call_whose_new_tensor_two_nodes_hold_is_not_placed():
     """As above, but block scales the mean by a constant of ones after pool returned it: two nodes computed from
     what pool took hold its value, and the values do not say which pool ran."""

@@ -796,6 +796,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             and same_values(other, array)})
 
     given_by: set[int] = set()  # the nodes that may hold a value a bounded call took
+    bounded_taking: dict[Hashable, list[CallRegion]] = defaultdict(list)  # by tensor: regions of the calls taking it
     ended_holding: set[int] = set()  # the nodes holding the results of the call that ended at the last event
     cast_back: dict[int, str] = {}  # casts of a call's result that call ran, with its module
     cast_of: dict[int, Hashable] = {}  # those casts: the result they cast
@@ -1059,6 +1060,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 sized_own.add(i)
         span = (min(kept, default=start), max(results))
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span))
+        for key, _ in inputs:
+            bounded_taking[key].append(regions[-1])
         # the nodes passing its result on, shaped by sizes of a value it made (not from its results alone), ran in
         # it: what a call made and did not return no later code reads. Not in an element of a list of layers: the
         # next element may have computed the size again, and the exporter merged that with the first one's node
@@ -1079,6 +1082,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         unplaced |= doubtful - sized_in
     made_by: dict[int, str] = {}  # nodes a call that made no call ran, returning a new tensor equal to what it took
     holding_values = Counter(known.values())
+    running_on = {i for chain in runs_on.values() for i in chain}
     # a call that made no call and returned a new tensor computed it itself (a pooling of a single position, a norm
     # at its initial statistics), and so did each such call taking what the one before returned: where as many
     # nodes as those calls, written after the node holding what the first took, each computed from the one before,
@@ -1114,6 +1118,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             continue
         spans = [(n, {i for i in ancestors([node], before) if descends(i, before)} - constant, before)
                  for n, node, before in zip(run, making_it, [first, *making_it])]
+        # (a tensor is made before a call takes it: where a call taking a result ran nodes computing it, or may have
+        # run such nodes holding no call's value, it computed them from what it took, equal to that within rounding,
+        # as an activation of faded values is; a node passing on what it took alone may be either's)
+        if any(i in took.nodes or i in took.unsure and i not in holding_values and i not in running_on
+               for n, ran, _ in spans for took in bounded_taking.get(equal_after[n][1], ()) for i in ran):
+            continue
         # (a call computes from what it took, weights and constants alone: where a node making it read another value
         # made before, that node is another's, computing what the call returned again: a norm folded into the layer
         # before it runs no node, and a residual add of a branch returning zeros holds its value)
