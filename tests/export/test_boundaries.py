@@ -1607,19 +1607,25 @@ def test_the_node_a_call_making_no_call_ran_is_settled_for_the_calls_enclosing_i
         {1: "block.pool.op"}
 
 
-@pytest.mark.parametrize("gate_computes", [False, True])
-def test_a_node_a_call_taking_a_new_tensor_equal_to_what_its_maker_took_computed_is_not_the_makers(gate_computes):
+@pytest.mark.parametrize("gate", ["pools", "computes", "pads"])
+def test_a_node_a_call_taking_a_new_tensor_equal_to_what_its_maker_took_computed_is_not_the_makers(gate):
     """norm returns a new tensor equal to what it took and ran no node (folded into the layer before it); gate
-    takes that tensor and returns sin of it, computed from a value equal to it: tanh(x) * (1 + tanh(x) * 0) (an
-    activation of faded values is equal to what it took within rounding). A tensor is made before a call takes it:
-    gate may have computed the product and the factor, which holds no call's value, from what it took, so nothing
-    says norm ran them (their tags stay). Where the one node equal to it merely averages it over an axis of one
-    position (``gate_computes`` false), norm ran it."""
+    takes that tensor and returns sin of a value equal to it, computed from it: tanh(x) * (1 + tanh(x) * 0) (an
+    activation of faded values is equal to what it took within rounding), or tanh(x) padded by amounts its code
+    computed, all zero. A tensor is made before a call takes it, but gate may have computed an equal one: the
+    factor holds no call's value, the amounts were computed after tanh(x) was made, so nothing says norm ran them
+    (their tags stay). Where the one node equal to it averages it over an axis of one position, reading nothing
+    else (``pools``), norm ran it."""
     x = X.reshape(2, 3, 1)
     nodes = [helper.make_node("Tanh", ["x"], ["t"])]
-    if gate_computes:
+    if gate == "computes":
         nodes += [helper.make_node("Mul", ["t", "zero"], ["z"]), helper.make_node("Add", ["z", "one"], ["f"]),
                   helper.make_node("Mul", ["t", "f"], ["p"])]
+    elif gate == "pads":
+        nodes += [helper.make_node("Constant", [], ["rank2"], value=numpy_helper.from_array(np.array([6], np.int64))),
+                  helper.make_node("ConstantOfShape", ["rank2"], ["amounts"],
+                                   value=numpy_helper.from_array(np.zeros(1, np.int64))),
+                  helper.make_node("Pad", ["t", "amounts"], ["p"])]
     else:
         nodes.append(helper.make_node("ReduceMean", ["t"], ["p"], axes=[2], keepdims=1))
     nodes.append(helper.make_node("Sin", ["p"], ["r"]))
@@ -1632,7 +1638,7 @@ def test_a_node_a_call_taking_a_new_tensor_equal_to_what_its_maker_took_computed
     boundaries = call_regions(graph, values, events, [x])
     tags = {0: "block.act", **{i: "block.gate" for i in range(1, len(nodes))}}
     moved = hold_boundaries(tags, boundaries, constant_nodes(graph), {})
-    assert moved == ({} if gate_computes else {1: "block.norm"})
+    assert moved == ({1: "block.norm"} if gate == "pools" else {})
 
 
 def test_a_call_making_no_call_whose_new_tensor_two_nodes_hold_is_not_placed():

@@ -1082,6 +1082,13 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         unplaced |= doubtful - sized_in
     made_by: dict[int, str] = {}  # nodes a call that made no call ran, returning a new tensor equal to what it took
     holding_values = Counter(known.values())
+
+    def reads_alone(node: int, before: int) -> bool:
+        """Whether ``node`` reads nothing but what ``before`` made, literal constants and weights (no value computed
+        for it after ``before``, from constants or not)."""
+        return all(name not in producer or (j := producer[name]) == before or graph.node[j].op_type == "Constant"
+                   or j < before and j in data_free for name in graph.node[node].input if name)
+
     running_on = {i for chain in runs_on.values() for i in chain}
     # a call that made no call and returned a new tensor computed it itself (a pooling of a single position, a norm
     # at its initial statistics), and so did each such call taking what the one before returned: where as many
@@ -1118,11 +1125,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             continue
         spans = [(n, {i for i in ancestors([node], before) if descends(i, before)} - constant, before)
                  for n, node, before in zip(run, making_it, [first, *making_it])]
-        # (a tensor is made before a call takes it: where a call taking a result ran nodes computing it, or may have
-        # run such nodes holding no call's value, it computed them from what it took, equal to that within rounding,
-        # as an activation of faded values is; a node passing on what it took alone may be either's)
-        if any(i in took.nodes or i in took.unsure and i not in holding_values and i not in running_on
-               for n, ran, _ in spans for took in bounded_taking.get(equal_after[n][1], ()) for i in ran):
+        # (a tensor is made before a call takes it, but a call taking the result may compute an equal one from it:
+        # where the region of a call taking a result holds a node computing it, or may hold one that computes no
+        # call's value or reads a value computed since what the first took was made, that call may have run it - an
+        # activation of faded values equal to what it took, a padding of nothing by amounts its code computed. A
+        # node computing it from what the call took, literal constants and weights alone is the call's: a pooling)
+        if any(i in took.nodes or i in took.unsure and (i not in making_it and i not in holding_values
+                                                        and i not in running_on or not reads_alone(i, before))
+               for n, ran, before in spans for took in bounded_taking.get(equal_after[n][1], ()) for i in ran):
             continue
         # (a call computes from what it took, weights and constants alone: where a node making it read another value
         # made before, that node is another's, computing what the call returned again: a norm folded into the layer
