@@ -2094,3 +2094,30 @@ def test_a_copy_computed_from_a_copy_written_before_the_last_call_result_may_be_
     boundaries = call_regions(graph, values, events, [X])
     moved = hold_boundaries({**{i: "" for i in range(12)}, 5: "first"}, boundaries, constant_nodes(graph), {})
     assert moved.get(11) == "table" and not {6, 7, 8, 9} & set(moved)
+
+
+@pytest.mark.parametrize("attn_reads", [False, True])
+def test_a_node_passing_on_what_a_call_returned_as_a_call_it_made_returned_it_ran_after_it(attn_reads):
+    """attn returns the very tensor its proj returned (x times a weight); the layer scales it by a constant of one
+    and adds x. attn ran nothing after proj returned it: the Mul ran in proj or after attn ended, never in attn
+    alone (the layer's, here). Where attn computed with the scaled value itself (returning tanh of it beside), the
+    Mul may be attn's: left as it is."""
+    w = np.array([[0.5, -1.0, 0.25], [1.0, 0.5, -0.5], [0.25, 0.75, 1.0]], dtype=np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]),
+             helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.ones(1, np.float32))),
+             helper.make_node("Mul", ["y", "one"], ["s"])]
+    if attn_reads:
+        nodes.append(helper.make_node("Tanh", ["s"], ["t"]))
+    nodes.append(helper.make_node("Add", ["s", "x"], ["r"]))
+    graph, values = _run(nodes, X, {"w": w})
+    y = values["y"]
+    events = [Event(True, "layer", (("x", X),)), Event(True, "layer.attn", (("x", X),)),
+              Event(True, "layer.attn.proj", (("x", X),)), Event(False, "layer.attn.proj", (("y", y),)),
+              Event(False, "layer.attn", (("y", y), *((("t", values["t"]),) if attn_reads else ()))),
+              Event(False, "layer", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    constant = constant_nodes(graph)
+    tags = {0: "layer.attn.proj", 1: "layer.attn", 2: "layer.attn", **({3: "layer.attn"} if attn_reads else {}),
+            len(nodes) - 1: "layer"}
+    moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+    assert moved == ({} if attn_reads else {1: "layer", 2: "layer"})

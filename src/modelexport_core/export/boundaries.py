@@ -318,6 +318,12 @@ class Boundaries:
     choosing casts its result back as it returns it. Not where the call taking the tensor computes with the cast
     itself, nor into a layer beside the one taking it."""
 
+    returned_through: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """Nodes passing on, after the node that made it, a tensor a call returned as a call it made had returned it
+    (an attention returning its output projection's result), with the innermost call returning it and the
+    outermost: the outer calls ran nothing after the inner one returned it, so the node ran in the inner call or
+    after the outer one ended (a scale its caller applied). Not where the outer calls computed with the node."""
+
     @property
     def bounding(self) -> dict[str, set[int]]:
         """Each module whose every call was bounded: the nodes its calls may hold (regions and unsure nodes)."""
@@ -796,6 +802,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             and same_values(other, array)})
 
     given_by: set[int] = set()  # the nodes that may hold a value a bounded call took
+    returned_through: dict[int, tuple[str, str]] = {}
     bounded_taking: dict[Hashable, list[CallRegion]] = defaultdict(list)  # by tensor: regions of the calls taking it
     ended_holding: set[int] = set()  # the nodes holding the results of the call that ended at the last event
     cast_back: dict[int, str] = {}  # casts of a call's result that call ran, with its module
@@ -911,8 +918,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                  and holders[0] not in unsure]
         ran_before |= computed_before(alone, begun[-1][0] if begun else -1)
         for key, _ in results_of:  # passing its result on after the node that made it: the call's or its caller's
+            inner = returned_by.get(key, event.module)
             for node in runs_on.get(key, ()):
                 handed_on[node].add(event.module)
+                if inner != event.module and is_ancestor(event.module, inner):
+                    returned_through[node] = (inner, event.module)
         # a tensor the call took that no call took or returned before was made after the last call event, before
         # the call began: where it holds an earlier tensor's value run on unchanged (a concatenation of one
         # tensor), the first node passing it on ran before the call
@@ -1200,13 +1210,17 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # and never into an element of a list of layers beside the one taking the result (``carried`` settles those)
         if same_tensor and not read_elsewhere or i in between and in_sibling_elements(*between[i]):
             del cast_back[i]
+    for node, (_, outer) in list(returned_through.items()):  # the outer calls computed with it: theirs
+        if any(reader in region.nodes for region in regions if region.module == outer for reader in readers.get(node, ())):
+            del returned_through[node]
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events} - _emptied(events, values),
                       {module: nodes for module, nodes in excluded.items() if nodes},
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), call_values,
-                      dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back)
+                      dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back,
+                      returned_through)
 
 
 def _emptied(events: list[Event], values: dict[str, "np.ndarray"]) -> set[str]:
@@ -1679,6 +1693,11 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         elif not (is_ancestor(returning, placed) or is_ancestor(taking, placed)
                   or is_ancestor(both, placed) and (is_ancestor(placed, returning) or is_ancestor(placed, taking))):
             moved[i] = both  # a tag off every line it may have run on: their common ancestor holds them all
+    for i, (made_in, returned_in) in boundaries.returned_through.items():
+        placed = moved.get(i, node_modules.get(i, ""))
+        if i in node_modules and i not in skipped and is_ancestor(returned_in, placed) \
+                and not is_ancestor(made_in, placed):
+            moved[i] = returned_in.rpartition(".")[0]  # not a call that returned it as a call it made had returned it
     for i, module in [*boundaries.shaped_within.items(), *boundaries.cast_back.items()]:
         if i in node_modules and i not in skipped and moved.get(i, node_modules[i]) != module:
             moved[i] = module
