@@ -1607,7 +1607,7 @@ def test_the_node_a_call_making_no_call_ran_is_settled_for_the_calls_enclosing_i
         {1: "block.pool.op"}
 
 
-@pytest.mark.parametrize("gate", ["pools", "computes", "pads"])
+@pytest.mark.parametrize("gate", ["pools", "computes", "pads", "weighs", "weighs a copy"])
 def test_a_node_a_call_taking_a_new_tensor_equal_to_what_its_maker_took_computed_is_not_the_makers(gate):
     """norm returns a new tensor equal to what it took and ran no node (folded into the layer before it); gate
     takes that tensor and returns sin of a value equal to it, computed from it: tanh(x) * (1 + tanh(x) * 0) (an
@@ -1615,11 +1615,15 @@ def test_a_node_a_call_taking_a_new_tensor_equal_to_what_its_maker_took_computed
     computed, all zero. A tensor is made before a call takes it, but gate may have computed an equal one: the
     factor holds no call's value, the amounts were computed after tanh(x) was made, so nothing says norm ran them
     (their tags stay). Where the one node equal to it averages it over an axis of one position, reading nothing
-    else (``pools``), norm ran it."""
+    else (``pools``), or where the nodes read weights (``weighs``: a factor of its own parameter, zeros), norm
+    ran them."""
     x = X.reshape(2, 3, 1)
     nodes = [helper.make_node("Tanh", ["x"], ["t"])]
-    if gate == "computes":
-        nodes += [helper.make_node("Mul", ["t", "zero"], ["z"]), helper.make_node("Add", ["z", "one"], ["f"]),
+    if gate == "weighs a copy":  # the exporter's copy of an initializer equal to two parameters
+        nodes.insert(0, helper.make_node("Identity", ["zeros"], ["zeros copy"]))
+    if gate.startswith(("computes", "weighs")):
+        nodes += [helper.make_node("Mul", ["t", {"computes": "zero", "weighs": "zeros"}.get(gate, "zeros copy")], ["z"]),
+                  helper.make_node("Add", ["z", "one"], ["f"]),
                   helper.make_node("Mul", ["t", "f"], ["p"])]
     elif gate == "pads":
         nodes += [helper.make_node("Constant", [], ["rank2"], value=numpy_helper.from_array(np.array([6], np.int64))),
@@ -1629,16 +1633,19 @@ def test_a_node_a_call_taking_a_new_tensor_equal_to_what_its_maker_took_computed
     else:
         nodes.append(helper.make_node("ReduceMean", ["t"], ["p"], axes=[2], keepdims=1))
     nodes.append(helper.make_node("Sin", ["p"], ["r"]))
-    graph, values = _run(nodes, x, {"zero": np.zeros(1, np.float32), "one": np.ones(1, np.float32)})
+    graph, values = _run(nodes, x, {"zero": np.zeros(1, np.float32), "one": np.ones(1, np.float32),
+                                    "zeros": np.zeros((3, 1), np.float32)})
     t = values["t"]
     events = [Event(True, "block", (("x", x),)), Event(True, "block.act", (("x", x),)),
               Event(False, "block.act", (("t", t),)), Event(True, "block.norm", (("t", t),)),
               Event(False, "block.norm", (("n", t.copy()),)), Event(True, "block.gate", (("n", t.copy()),)),
               Event(False, "block.gate", (("r", values["r"]),)), Event(False, "block", (("r", values["r"]),))]
     boundaries = call_regions(graph, values, events, [x])
-    tags = {0: "block.act", **{i: "block.gate" for i in range(1, len(nodes))}}
+    first = 1 if gate == "weighs a copy" else 0  # the node computing tanh(x)
+    tags = {i: "block.act" if i <= first else "block.gate" for i in range(len(nodes))}
     moved = hold_boundaries(tags, boundaries, constant_nodes(graph), {})
-    assert moved == ({1: "block.norm"} if gate == "pools" else {})
+    normed = {i: "block.norm" for i in range(first + 1, len(nodes) - 1)}
+    assert moved == (normed if gate in ("pools", "weighs", "weighs a copy") else {})
 
 
 def test_a_call_making_no_call_whose_new_tensor_two_nodes_hold_is_not_placed():

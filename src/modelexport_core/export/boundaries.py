@@ -1100,6 +1100,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                    or j < before and j in data_free for name in graph.node[node].input if name)
 
     running_on = {i for chain in runs_on.values() for i in chain}
+    # weights: initializers of many floats, and the copies of one the exporter wrote for each parameter equal to it
+    weight_names = {name for name, size in sizes.items() if size > 1}
+    weight_names |= {node.output[0] for node in graph.node if node.op_type == "Identity" and node.input[0] in weight_names}
+
+    def reads_weights(node: int) -> bool:
+        return any(name in weight_names for name in graph.node[node].input)
     # a call that made no call and returned a new tensor computed it itself (a pooling of a single position, a norm
     # at its initial statistics), and so did each such call taking what the one before returned: where as many
     # nodes as those calls, written after the node holding what the first took, each computed from the one before,
@@ -1136,13 +1142,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         spans = [(n, {i for i in ancestors([node], before) if descends(i, before)} - constant, before)
                  for n, node, before in zip(run, making_it, [first, *making_it])]
         # (a tensor is made before a call takes it, but a call taking the result may compute an equal one from it:
-        # where the region of a call taking a result holds a node computing it, or may hold one that computes no
-        # call's value or reads a value computed since what the first took was made, that call may have run it - an
+        # where the region of a call taking a result holds a node computing it, that call ran it; where it may hold
+        # one that computes no call's value or reads a value computed since what the first took was made, and none
+        # of the nodes reads weights (which would be the first call's parameters), that call may have run it - an
         # activation of faded values equal to what it took, a padding of nothing by amounts its code computed. A
         # node computing it from what the call took, literal constants and weights alone is the call's: a pooling)
-        if any(i in took.nodes or i in took.unsure and (i not in making_it and i not in holding_values
-                                                        and i not in running_on or not reads_alone(i, before))
-               for n, ran, before in spans for took in bounded_taking.get(equal_after[n][1], ()) for i in ran):
+        taken_on = [(ran, before, took) for n, ran, before in spans for took in bounded_taking.get(equal_after[n][1], ())]
+        if any(i in took.nodes for ran, _, took in taken_on for i in ran) or not any(reads_weights(i) for _, ran, _ in spans for i in ran) \
+                and any(i in took.unsure and (i not in making_it and i not in holding_values and i not in running_on
+                                              or not reads_alone(i, before)) for ran, before, took in taken_on for i in ran):
             continue
         # (a call computes from what it took, weights and constants alone: where a node making it read another value
         # made before, that node is another's, computing what the call returned again: a norm folded into the layer
