@@ -2128,3 +2128,23 @@ def test_a_node_passing_on_what_a_call_returned_as_a_call_it_made_returned_it_ra
             len(nodes) - 1: "layer"}
     moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
     assert moved == ({} if attn_reads else {1: "layer", 2: "layer"})
+
+
+def test_a_node_passing_on_a_value_made_before_the_call_returning_it_as_its_inner_call_did_stays():
+    """attn's pre projects x (weights of zeros added after it: its result is the product again), attn's norm returns
+    a new tensor equal to what it took (at its initial weights: not bounded), and attn returns norm's tensor; the
+    layer adds x. The Add of zeros holds norm's value, but it ran before norm returned (pre's): nothing moves it
+    to the layer."""
+    w = np.array([[0.5, -1.0, 0.25], [1.0, 0.5, -0.5], [0.25, 0.75, 1.0]], dtype=np.float32)
+    graph, values = _run([helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Add", ["y", "b"], ["z"]),
+                          helper.make_node("Add", ["z", "x"], ["r"])], X, {"w": w, "b": np.zeros(3, np.float32)})
+    y = values["y"]
+    events = [Event(True, "layer", (("x", X),)), Event(True, "layer.attn", (("x", X),)),
+              Event(True, "layer.attn.pre", (("x", X),)), Event(False, "layer.attn.pre", (("z", values["z"]),)),
+              Event(True, "layer.attn.norm", (("z", values["z"]),)),
+              *_handing_back("layer.attn.norm.inner", "z", values["z"]),  # a call it made: no node is settled as its
+              Event(False, "layer.attn.norm", (("n", y.copy()),)),
+              Event(False, "layer.attn", (("n", y.copy()),)), Event(False, "layer", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    tags = {0: "layer.attn.pre", 1: "layer.attn.pre", 2: "layer"}
+    assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}).get(1) != "layer"

@@ -322,7 +322,9 @@ class Boundaries:
     """Nodes passing on, after the node that made it, a tensor a call returned as a call it made had returned it
     (an attention returning its output projection's result), with the innermost call returning it and the
     outermost: the outer calls ran nothing after the inner one returned it, so the node ran in the inner call or
-    after the outer one ended (a scale its caller applied). Not where the outer calls computed with the node."""
+    after the outer one ended (a scale its caller applied), never in a call on the line between them. Only nodes
+    written after the inner call's region (where it was bounded: nodes before it holding the value may be other
+    calls', equal at initial weights), and not where the outer calls computed with the node."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -803,6 +805,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
 
     given_by: set[int] = set()  # the nodes that may hold a value a bounded call took
     returned_through: dict[int, tuple[str, str]] = {}
+    bounded_at: dict[str, CallRegion] = {}  # each module's last bounded call's region
     bounded_taking: dict[Hashable, list[CallRegion]] = defaultdict(list)  # by tensor: regions of the calls taking it
     ended_holding: set[int] = set()  # the nodes holding the results of the call that ended at the last event
     cast_back: dict[int, str] = {}  # casts of a call's result that call ran, with its module
@@ -919,9 +922,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         ran_before |= computed_before(alone, begun[-1][0] if begun else -1)
         for key, _ in results_of:  # passing its result on after the node that made it: the call's or its caller's
             inner = returned_by.get(key, event.module)
+            # (after the region of the inner call, where it was bounded: the nodes holding the value before it may be
+            # calls' made before it, equal at initial weights)
+            made_at = max(bounded_at[inner].nodes, default=None) \
+                if inner != event.module and is_ancestor(event.module, inner) and inner in bounded_at \
+                and inner not in unbounded else None
             for node in runs_on.get(key, ()):
                 handed_on[node].add(event.module)
-                if inner != event.module and is_ancestor(event.module, inner):
+                if made_at is not None and node > made_at:
                     returned_through[node] = (inner, event.module)
         # a tensor the call took that no call took or returned before was made after the last call event, before
         # the call began: where it holds an earlier tensor's value run on unchanged (a concatenation of one
@@ -1072,6 +1080,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span))
         for key, _ in inputs:
             bounded_taking[key].append(regions[-1])
+        bounded_at[event.module] = regions[-1]
         # the nodes passing its result on, shaped by sizes of a value it made (not from its results alone), ran in
         # it: what a call made and did not return no later code reads. Not in an element of a list of layers: the
         # next element may have computed the size again, and the exporter merged that with the first one's node
@@ -1702,9 +1711,9 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                   or is_ancestor(both, placed) and (is_ancestor(placed, returning) or is_ancestor(placed, taking))):
             moved[i] = both  # a tag off every line it may have run on: their common ancestor holds them all
     for i, (made_in, returned_in) in boundaries.returned_through.items():
-        placed = moved.get(i, node_modules.get(i, ""))
+        placed = moved.get(i, node_modules.get(i, ""))  # a call on the line that returned it, not the one making it
         if i in node_modules and i not in skipped and is_ancestor(returned_in, placed) \
-                and not is_ancestor(made_in, placed):
+                and is_ancestor(placed, made_in) and placed != made_in:
             moved[i] = returned_in.rpartition(".")[0]  # not a call that returned it as a call it made had returned it
     for i, module in [*boundaries.shaped_within.items(), *boundaries.cast_back.items()]:
         if i in node_modules and i not in skipped and moved.get(i, node_modules[i]) != module:
