@@ -1111,9 +1111,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     running_on = {i for chain in runs_on.values() for i in chain}
     # weights: initializers of many floats, and the copies of one the exporter wrote for each parameter equal to it
     weight_names = {name for name, size in sizes.items() if size > 1}
-    weight_names |= {node.output[0] for node in graph.node if node.op_type == "Identity" and node.input[0] in weight_names}
+    weight_names |= {node.output[0] for node in graph.node
+                     if node.op_type == "Identity" and node.input[0] in weight_names}
 
     def reads_weights(node: int) -> bool:
+        """Whether ``node`` reads a weight (``weight_names``)."""
         return any(name in weight_names for name in graph.node[node].input)
     # a call that made no call and returned a new tensor computed it itself (a pooling of a single position, a norm
     # at its initial statistics), and so did each such call taking what the one before returned: where as many
@@ -1156,10 +1158,13 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # of the nodes reads weights (which would be the first call's parameters), that call may have run it - an
         # activation of faded values equal to what it took, a padding of nothing by amounts its code computed. A
         # node computing it from what the call took, literal constants and weights alone is the call's: a pooling)
-        taken_on = [(ran, before, took) for n, ran, before in spans for took in bounded_taking.get(equal_after[n][1], ())]
-        if any(i in took.nodes for ran, _, took in taken_on for i in ran) or not any(reads_weights(i) for _, ran, _ in spans for i in ran) \
-                and any(i in took.unsure and (i not in making_it and i not in holding_values and i not in running_on
-                                              or not reads_alone(i, before)) for ran, before, took in taken_on for i in ran):
+        taken_on = [(ran, before, took)
+                    for n, ran, before in spans for took in bounded_taking.get(equal_after[n][1], ())]
+        ran_by_taker = any(i in took.nodes for ran, _, took in taken_on for i in ran)
+        maybe_by_taker = not any(reads_weights(i) for _, ran, _ in spans for i in ran) and any(
+            i in took.unsure and (i not in making_it and i not in holding_values and i not in running_on
+                                  or not reads_alone(i, before)) for ran, before, took in taken_on for i in ran)
+        if ran_by_taker or maybe_by_taker:
             continue
         # (a call computes from what it took, weights and constants alone: where a node making it read another value
         # made before, that node is another's, computing what the call returned again: a norm folded into the layer
@@ -1228,7 +1233,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if same_tensor and not read_elsewhere or i in between and in_sibling_elements(*between[i]):
             del cast_back[i]
     for node, (_, outer) in list(returned_through.items()):  # the outer calls computed with it: theirs
-        if any(reader in region.nodes for region in regions if region.module == outer for reader in readers.get(node, ())):
+        if any(reader in region.nodes
+               for region in regions if region.module == outer for reader in readers.get(node, ())):
             del returned_through[node]
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
