@@ -41,6 +41,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   call where the two are elements of one list of layers: nothing says the first layer rather than the next one
   ran it (a cast at the start of the next layer's norm), and a tag in a sibling layer is the defect tags exist
   to end (:attr:`Boundaries.carried`);
+- a node passing on, after the node that made it, a tensor a call returned as a call it made had returned it
+  (written after that inner call's region) ran in the inner call or after the outer one ended, never in a call on
+  the line between them: the outer calls ran nothing after the inner one returned it (a layer scaling what its
+  attention returned, its output projection's tensor) (:attr:`Boundaries.returned_through`);
 - of the nodes passing a call's result on after the node that made it, those shaped by sizes of a value the
   call made (not from its results alone: a gather index it computed), up to the last such one, with the integer
   arithmetic serving them alone, ran in the call (:attr:`Boundaries.shaped_within`): what a call made and did
