@@ -11,7 +11,7 @@ these names staying put. The rest of ``modelexport_core`` is the product's own a
   ``recording_calls`` and its ``CallEvent``s: the calls an exporter's run of the model made),
   ``tensors_in`` (the tensors in a call's arguments or outputs); files: ``load_graph``, ``tensor_value``, ``stub_file``, ``save_with_initializers``,
   ``StreamedTensor``, ``StreamedModel``; values: ``value_checksum``, ``value_fingerprint``, ``ExactValues``,
-  ``intermediate_values`` (every node output of a file, computed by onnxruntime), ``ValueIndex`` with ``informative``, ``faded``,
+  ``intermediate_values`` (every node output of a file, computed by onnxruntime), ``ValueIndex`` with ``informative``, ``one_number_within_tolerance``, ``faded``,
   ``identical``, ``same_values``, ``measure``, ``transposed_measure``, ``may_be_same``, ``summary``, ``scale`` (finding
   values equal up to two runtimes' rounding), ``TINY`` (float32's smallest normal number);
 - exporting: ``as_exported`` (a model run the way an exporter runs it), ``export_torchscript``, ``export_dynamo``, ``export_in_turn``, ``takes_keywords``, ``fixed_keywords``, ``WRAPPER_ATTRIBUTE``,
@@ -47,6 +47,7 @@ from modelexport_core.format.value_index import (
     informative,
     may_be_same,
     measure,
+    one_number_within_tolerance,
     same_values,
     scale,
     summary,
@@ -89,6 +90,7 @@ __all__ = [
     "as_exported",
     "intermediate_values",
     "informative",
+    "one_number_within_tolerance",
     "faded",
     "TINY",
     "identical",

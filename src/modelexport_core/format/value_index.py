@@ -121,6 +121,20 @@ def informative(array: "np.ndarray", own_scale: float | None = None,
     return not bool(np.all(flat == flat[0]))
 
 
+def one_number_within_tolerance(array: "np.ndarray", ends: "tuple[np.floating, np.floating] | None" = None) -> bool:
+    """Whether every element of a float value lies within the tolerance of :func:`same_values` of one number (a
+    sigmoid of faded values: 0.5 give or take a few units in the last place): it equals every value of its shape
+    that is that number, so its elements tell no more than the number does. ``ends``: its :func:`extremes`."""
+    if not hasattr(array, "dtype") or array.dtype.kind != "f" or array.size < 2:
+        return False
+    ends = ends if ends is not None else extremes(array)
+    assert ends is not None
+    low, high = float(ends[0]), float(ends[1])
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return False
+    return high - low <= absolute_tolerance(min(1.0, max(-low, high))) + RTOL * abs(low + high) / 2
+
+
 def identical(a: "np.ndarray | None", b: "np.ndarray | None") -> bool:
     """The same shape, element type and elements."""
     import numpy as np

@@ -27,6 +27,7 @@ from modelexport_core.sdk import (
     is_ancestor,
     may_be_same,
     measure,
+    one_number_within_tolerance,
     same_values,
     transposed_measure,
 )
@@ -313,7 +314,9 @@ def project(
                     ancestors,
                 )
                 found = [(shape_reads[node_index][0], 1, 0, 0)] if shape_reads[node_index] else []
-            elif value is not None and informative(value, own_scale):
+            elif value is not None and informative(value, own_scale) and not one_number_within_tolerance(value):
+                # (one number within the tolerance values are matched with equals every such value of its shape:
+                # data flow decides, as for a value all one number exactly)
                 by_elements = True
                 # no value equal to it: one holding its elements in another order (a result whose
                 # order is unspecified, and the values computed from it row by row)
@@ -360,7 +363,7 @@ def project(
                     shapes[name] for name in node.input if params_of.get(name) == frozenset() and name in telling
                 }
                 found = _direct_readers([c[0] for c in plausible], frontier, trace, used_records, held, folded_shapes,
-                                        telling=identifying)
+                                        telling=identifying, holds=node_holds[node_index])
             if not found:
                 anchors[output] = frozenset(frontier)
                 carried[output] = node_holds[node_index]
@@ -813,6 +816,7 @@ def _direct_readers(
     held: list[frozenset[str]],
     folded_shapes: set[tuple[int, ...]],
     telling: list[frozenset[str]] | None = None,
+    holds: Held = NOTHING_KNOWN,
 ) -> list[tuple[int, int, int, int]]:
     """For a value that says little by itself (all zeros, all one number): the call that holds it
     and reads, directly or through calls no node matched, a call the node's inputs came from.
@@ -826,6 +830,9 @@ def _direct_readers(
     its parameters too (the bias added after a matrix product); where those weights say nothing of which
     parameter they are (``telling``, where known: a zero bias equals a zero weight), a call reading the
     input's call that shares as many of them comes first (the next call adds the zero bias as well).
+    Outside a folded chain, a call the node would have performed on the way reads no parameter that neither
+    the node nor the unmatched nodes before it hold (``holds``): the node computed its value without it (a
+    sigmoid of faded values, 0.5 in every element, is not a later gate's, reached through two convolutions).
     """
     upstream = {record for group in frontier if len(group) == 1 for record in group}
     records = trace.records
@@ -867,6 +874,10 @@ def _direct_readers(
                     continue
                 if not reads_folded_shape(first) or any(reads_as_large(c) for c in rest):
                     continue
+            if not folded_shapes and not holds.computed and any(
+                records[c].params and not holds.params & set(records[c].params) for c in chain[1:]
+            ):
+                continue  # on the way, a call reading weights nothing the node computes from holds
             readers.append(((-shared, -steps if folded_shapes else steps, index), index))
     if not readers:
         return []
