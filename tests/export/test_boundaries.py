@@ -749,7 +749,7 @@ def test_a_call_runs_after_the_values_it_takes_even_where_its_results_tell_nothi
 def test_a_node_computing_a_value_equal_to_one_it_reads_passes_it_on():
     """A residual add of a branch that returns zeros computes a value equal to the stream it reads: a call taking
     that value took the first node holding it or the add, and its region starts after them."""
-    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sub", ["x", "x"], ["z"]),
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sub", ["a", "a"], ["z"]),
                           helper.make_node("Add", ["a", "z"], ["a2"]), helper.make_node("Tanh", ["a2"], ["t"])], X)
     events = [Event(True, "", (("x", X),)), Event(True, "call", (("taken", values["a2"].copy()),)),
               Event(False, "call", (("t", values["t"]),)), Event(False, "", (("t", values["t"]),))]
@@ -757,6 +757,28 @@ def test_a_node_computing_a_value_equal_to_one_it_reads_passes_it_on():
     regions = {region.module: region for region in boundaries.regions}
     assert "call" not in boundaries.unbounded
     assert regions["call"].nodes == {3} and 2 in regions["call"].unsure
+
+
+def test_a_node_running_the_value_on_while_reading_other_data_ran_before_a_call_taking_that_tensor_alone():
+    """The caller multiplies relu(x) by a mask of ones it built from x (not from relu(x)) and hands the product,
+    equal to relu(x), to proj, which takes that one tensor. proj computes from what it took, its weights and
+    constants alone, so the multiply, which also reads the mask, ran before it: the caller's, as is the mask."""
+    graph, values = _run([
+        helper.make_node("Relu", ["x"], ["a"]),
+        helper.make_node("Abs", ["x"], ["ax"]),
+        helper.make_node("GreaterOrEqual", ["ax", "zero"], ["keep"]),
+        helper.make_node("Cast", ["keep"], ["mask"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["a", "mask"], ["masked"]),
+        helper.make_node("Tanh", ["masked"], ["t"]),
+    ], X, {"zero": np.zeros(1, dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)), Event(True, "proj", (("masked", values["masked"].copy()),)),
+              Event(False, "proj", (("t", values["t"]),)), Event(False, "", (("t", values["t"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "proj" not in boundaries.unbounded
+    assert regions["proj"].nodes == {5} and 4 not in regions["proj"].unsure
+    moved = hold_boundaries({0: "", 1: "proj", 2: "proj", 3: "proj", 4: "proj", 5: "proj"}, boundaries, set(), {})
+    assert moved == {1: "", 2: "", 3: "", 4: ""}
 
 
 def test_a_result_equal_within_rounding_to_what_the_call_took_is_its_own_where_a_node_holds_it_far_nearer():

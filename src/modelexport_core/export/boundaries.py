@@ -538,6 +538,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         """Whether node ``later`` is computed from node ``earlier``'s output."""
         return earlier in ancestors([later], earlier - 1)
 
+    def reads_beside(later: int, earlier: int) -> bool:
+        """Whether node ``later`` reads, beside node ``earlier``'s output, floats computed from the model's inputs
+        and not from that output (a mask built from the model's own mask, multiplied in)."""
+        made = set(graph.node[earlier].output)
+        return any(name not in made and name in producer and producer[name] not in data_free
+                   and getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "fc"
+                   and values[name].size > 0 and not descends(producer[name], earlier)
+                   for name in graph.node[later].input if name)
+
     telling_nothing = {i for i, node in enumerate(graph.node)
                        if not any(name in index_names for name in node.output if name)}
 
@@ -892,7 +901,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         bounding = tuple(value for value in results_of if value[0] not in made_before)
         region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_through,
                         holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing,
-                        ended_inside, returned_later(position), folded)
+                        ended_inside, returned_later(position), folded, reads_beside)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1429,6 +1438,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            inside_ended: "set[int] | frozenset[int]" = frozenset(),
            returned_later: Callable[[Hashable, "np.ndarray"], int] = lambda key, array: 0,
            folded: Callable[["np.ndarray"], bool] = lambda array: False,
+           reads_beside: Callable[[int, int], bool] = lambda later, earlier: False,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1450,7 +1460,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     value run on, is a tensor met for the first time held by a node holding a tensor met before (a slice of a
     concatenation giving back a layer's result is a new tensor, held where it was cut out). ``folded``: whether an initializer holds an
     input no node holds (computed from constants, written by the exporter as a weight): it was there before
-    anything ran, so it bounds nothing and the call's other values bound it.
+    anything ran, so it bounds nothing and the call's other values bound it. Of the nodes running an input on
+    unchanged, one that also reads floats computed from the model's inputs and not from the value (``reads_beside``)
+    ran before a call that took that one tensor, and so did those before it: such a call computes from what it
+    took, its own weights and constants alone (a mask of ones the caller multiplied in before handing the value on).
     """
     start, inner = span
     claimed, mark = claims
@@ -1535,7 +1548,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
                 return None  # which one it took is not settled
         sources.append(before[0])  # the value ran on unchanged: the call took the first, or one after it
         sources.extend(before[1:])
-        unsure.update(before[1:])
+        # (at or after the last node reading other data beside it, where the call took this tensor alone)
+        settled = max((k for k in range(1, len(before)) if reads_beside(before[k], before[k - 1])), default=0) \
+            if len(inputs) == 1 else 0
+        unsure.update(before[settled + 1:])
         known[key] = before[0]
         runs_on[key] = before[1:]
     results = []
