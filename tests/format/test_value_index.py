@@ -49,3 +49,19 @@ def test_a_value_filed_with_its_measure_is_found_as_one_filed_without():
 def test_only_float_values_have_extremes():
     assert extremes(np.arange(6).reshape(2, 3)) is None
     assert extremes(np.zeros((0, 3), dtype=np.float32)) is None
+
+
+def test_a_value_all_one_number_within_the_matching_tolerance_is_told_from_one_that_varies():
+    """Halves give or take a few units in the last place (a sigmoid of faded values) equal every value of halves
+    of their shape within the tolerance values are matched with; halves give or take a hundredth do not."""
+    from modelexport_core.format.value_index import one_number_within_tolerance, same_values
+
+    rng = np.random.default_rng(0)
+    nearly = (0.5 + rng.normal(0, 1e-7, (1, 64, 1, 1))).astype(np.float32)
+    varying = (0.5 + rng.normal(0, 1e-2, (1, 64, 1, 1))).astype(np.float32)
+    assert one_number_within_tolerance(nearly) and same_values(nearly, np.full_like(nearly, 0.5))
+    assert not one_number_within_tolerance(varying) and not same_values(varying, np.full_like(varying, 0.5))
+    assert one_number_within_tolerance(np.full(4, 3.0, dtype=np.float32))
+    faded = rng.normal(0, 1e-6, 64).astype(np.float32)  # small, but its elements differ as much as they are large
+    assert not one_number_within_tolerance(faded)
+    assert not one_number_within_tolerance(np.arange(4))  # integers compare exactly

@@ -382,6 +382,48 @@ class FadedGeluBlocks(nn.Module):
         return self.blocks(x)
 
 
+class FadedGate(nn.Module):
+    """Squeeze and excitation: a mean over the positions, two convolutions, a sigmoid gate scaling what it took."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.reduce = nn.Conv2d(channels, channels // 2, 1)
+        self.act = nn.SiLU()
+        self.expand = nn.Conv2d(channels // 2, channels, 1)
+        self.gate = nn.Sigmoid()
+
+    def forward(self, x):
+        return x * self.gate(self.expand(self.act(self.reduce(x.mean((2, 3), keepdim=True)))))
+
+
+class FadedGatedBlock(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 1)
+        self.act = nn.SiLU()
+        self.se = FadedGate(channels)
+
+    def forward(self, x):
+        return x + self.se(self.act(self.conv(x)))
+
+
+class FadedGatedBlocks(nn.Module):
+    """Gated blocks on one position whose values have faded to 1e-6: every sigmoid is 0.5 within rounding, the
+    sigmoid an activation's SiLU is written with (no call of its own) as much as each later gate's. Its value
+    equals every gate's, so only data flow can place it: in its activation, not in a later block's gate."""
+
+    def __init__(self, channels: int = 16, depth: int = 3):
+        super().__init__()
+        self.blocks = nn.Sequential(*[FadedGatedBlock(channels) for _ in range(depth)])
+        with torch.no_grad():
+            for module in self.modules():
+                if isinstance(module, nn.Conv2d):
+                    module.bias.zero_()
+
+    def forward(self, x):
+        return self.blocks(x * 1e-6)
+
+
 class SummedBranches(nn.Module):
     """Branches summed from Python zeros, as reparameterisable blocks write it (``out = 0; out += b(x)``, then
     ``out += 0`` for a branch left out): the exporter adds the zeros as nodes of the block, after the
@@ -1356,6 +1398,10 @@ def faded_gelu_blocks():
     return _seeded(FadedGeluBlocks, ("x", (2, 8, 4, 4)))
 
 
+def faded_gated_blocks():
+    return _seeded(FadedGatedBlocks, ("x", (1, 16, 1, 1)))
+
+
 def empty_branch():
     return _seeded(EmptyBranch, ("x", (2, 6, 16)))
 
@@ -1469,6 +1515,7 @@ CUSTOM_CASES: dict = {
     "faint_convs": faint_convs,
     "faint_conv_norms": faint_conv_norms,
     "faded_gelu_blocks": faded_gelu_blocks,
+    "faded_gated_blocks": faded_gated_blocks,
     "shaped_embed_net": shaped_embed_net,
     "summed_branch_stages": summed_branch_stages,
     "empty_branch": empty_branch,

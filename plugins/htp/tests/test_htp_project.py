@@ -44,3 +44,24 @@ def test_a_node_matched_to_an_earlier_factory_by_time_alone_goes_back_in_time_an
     projection = Projection(matched={0: 3, 1: 1, 2: 2})
     _amid_another_call(projection, trace)
     assert projection.matched == {0: 3, 2: 2}
+
+
+def test_a_call_reached_through_calls_reading_weights_the_node_does_not_hold_is_not_the_node_s() -> None:
+    """A sigmoid of a convolution's faded result (0.5 everywhere, as a later gate's is) reads record 1's value. The
+    gate (record 4) reads it only through a second convolution (record 3) and an activation: the node would have
+    performed that convolution, whose weight neither it nor the unmatched nodes before it hold, so the gate is
+    not its value's call. Where they hold that weight (or, not tracked, may), the gate is."""
+    from modelexport_htp.project import NOTHING_KNOWN, Held, _direct_readers
+    from modelexport_htp.trace import OpRecord, Trace
+
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "conv2d", ("", "block.conv"), (0,), ("block.conv.weight",)),
+               OpRecord(2, "silu", ("", "block.act"), (1,), ()),
+               OpRecord(3, "conv2d", ("", "block.se.conv"), (2,), ("block.se.conv.weight",)),
+               OpRecord(4, "sigmoid", ("", "block.se.gate"), (3,), ())]
+    trace = Trace(records=records, execution_trace=["", "block"], param_owners={}, param_values={})
+    frontier = {frozenset([1])}
+    nothing = Held(frozenset(), False)
+    assert _direct_readers([4], frontier, trace, set(), [], set(), holds=nothing) == []
+    assert _direct_readers([4], frontier, trace, set(), [], set(), holds=Held(frozenset({"block.se.conv.weight"}), False))
+    assert _direct_readers([4], frontier, trace, set(), [], set(), holds=NOTHING_KNOWN) == [(4, 1, 0, 0)]
+    assert _direct_readers([2], frontier, trace, set(), [], set(), holds=nothing) == [(2, 1, 0, 0)]  # read directly
