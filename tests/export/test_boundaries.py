@@ -1338,6 +1338,32 @@ def test_a_constant_written_while_a_call_ran_and_read_by_its_children_is_that_ca
     assert moved == {1: "enc", 2: "enc"}
 
 
+def test_a_constant_written_after_what_a_call_took_and_read_by_its_first_node_alone_is_that_calls():
+    """attn projects x (proj), then hands the projection alone to its norm, which shifts it by a constant it made
+    (the exporter writes the constant just before the norm's one node). A strategy left the constant with attn. It
+    is written after the value norm took was made, only norm's node reads it, and norm did not take it: attn
+    would have handed over a constant it made for norm's node alone, so it ran in norm."""
+    halves = numpy_helper.from_array(np.full(3, 0.5, dtype=np.float32))
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["p"]),
+        helper.make_node("Constant", [], ["shift"], value=halves),
+        helper.make_node("Add", ["p", "shift"], ["n"]),
+        helper.make_node("Sin", ["n"], ["out"]),
+    ], X)
+    p, n, out = values["p"], values["n"], values["out"]
+    events = [Event(True, "attn", (("x", X),)),
+              Event(True, "attn.proj", (("x", X),)), Event(False, "attn.proj", (("p", p),)),
+              Event(True, "attn.norm", (("p", p),)), Event(False, "attn.norm", (("n", n),)),
+              Event(False, "attn", (("out", out),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["attn.norm"].nodes == {2} and regions["attn.norm"].began == 0
+    constant = constant_nodes(graph)
+    tags = {0: "attn.proj", 1: "attn", 2: "attn.norm", 3: "attn"}
+    moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+    assert moved == {1: "attn.norm"}
+
+
 def test_a_new_tensor_equal_to_an_earlier_one_was_made_before_the_call_taking_it():
     """layer concatenates the one tensor prev returned (a new tensor of the same elements) and hands it to its norm.
     The norm took a tensor no call had met: it was made after layer began and before the norm did, so the Concat

@@ -249,6 +249,9 @@ class CallRegion:
     span: tuple[int, int] | None = None
     """The first node of the region and the call's last result: the nodes written between them ran while it ran
     (exporters write nodes in the order they ran)."""
+    began: int | None = None
+    """The last node known to hold a value the call took: the call began after it (where none is known, the first
+    node of the region)."""
 
 
 @dataclass
@@ -1090,7 +1093,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                     and all(j in sources or j in sized_own or j in constant for j in made_from[i]):
                 sized_own.add(i)
         span = (min(kept, default=start), max(results))
-        regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span))
+        began = max((i for i in sources if i not in unsure), default=None)
+        regions.append(CallRegion(event.module, kept, unsure | (nodes - kept) | early | beside, span,
+                                  began if began is not None and began < span[0] else None))
         for key, _ in inputs:
             bounded_taking[key].append(regions[-1])
         bounded_at[event.module] = regions[-1]
@@ -1934,13 +1939,15 @@ of a value with no negative element)."""
 
 def _running_call(node: int, tag: str, boundaries: Boundaries, readers: list[str]) -> str | None:
     """The call a constant made for its readers ran in, where its tag lies outside it: the deepest bounded call
-    written around it (between two nodes that ran in it: it ran while that call ran) whose module holds every
-    reader and which did not take it from its caller. None where no call holds it, or its tag lies within that
+    written around it (between two nodes that ran in it: it ran while that call ran; or after the last node
+    holding a value the call took and before its first node: the caller would have handed over a constant it made
+    for the call's nodes alone) whose module holds every reader and which did not take it from its caller. None where no call holds it, or its tag lies within that
     call (a constant written just before a child call's first node may be the child's own, or one the exporter
     merged with equal constants of other calls: the values cannot say)."""
     readers_at = common_ancestor(readers)
     holding = [region.module for region in boundaries.regions
-               if region.span is not None and region.span[0] < node < region.span[1]
+               if region.span is not None
+               and (region.span[0] if region.began is None else region.began) < node < region.span[1]
                and is_ancestor(region.module, readers_at)
                and node not in boundaries.ran_before.get(region.module, ())]
     deepest = _deepest(holding)  # each holds every reader: they lie on one line
