@@ -2196,3 +2196,15 @@ def test_a_node_passing_on_a_value_made_before_the_call_returning_it_as_its_inne
     boundaries = call_regions(graph, values, events, [X])
     tags = {0: "layer.attn.pre", 1: "layer.attn.pre", 2: "layer"}
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}).get(1) != "layer"
+
+
+def test_a_tag_of_a_module_that_never_ran_goes_to_its_nearest_ancestor_that_did():
+    """A list of layers runs no code, nor does a layer whose weight its caller reads without calling it: a node placed
+    at the common ancestor of two elements of the list (or given to the layer by its weight) ran in the caller."""
+    from modelexport_core.export.boundaries import _nearest_that_ran
+
+    ran = {"", "model", "model.layers.0", "model.layers.1", "model.layers.1.attn"}
+    assert _nearest_that_ran("model.layers", ran) == "model"
+    assert _nearest_that_ran("model.layers.1.attn.proj", ran) == "model.layers.1.attn"
+    assert _nearest_that_ran("model.layers.0", ran) == "model.layers.0"
+    assert _nearest_that_ran("", ran) == ""

@@ -2010,7 +2010,19 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
                             boundaries, constant, made_for_readers(graph, constant), owners,
                             made_for_readers(graph, constant, weighed=True))
-    return {keys[i]: module for i, module in moved.items()}
+    ran = {event.module for event in events}
+    placed = {key: _nearest_that_ran(module, ran) for key, module in
+              {**node_modules, **{keys[i]: module for i, module in moved.items()}}.items()}
+    return {key: module for key, module in placed.items() if module != node_modules[key]}
+
+
+def _nearest_that_ran(module: str, ran: set[str]) -> str:
+    """``module``, or its nearest ancestor that ran, where it never did: a module whose call never ran made no node
+    (a container, a list of layers, runs no code: a node placed at the common ancestor of two of its elements ran
+    in the container's caller; a layer whose weight its caller reads itself, never calling it, computed nothing)."""
+    while module and module not in ran:
+        module = module.rpartition(".")[0]
+    return module
 
 
 def _weight_reader(weights: "Path | StreamedModel | None") -> Callable[["onnx.TensorProto"], "np.ndarray"] | None:
