@@ -32,7 +32,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   end of a call (of a module called once), that node ran after that call (:attr:`Boundaries.ran_after`: a
   transpose of a result the values could not place, as a norm at its initial statistics returns what it took);
   where several nodes passing one value on hold it and the first holds that call's result, the tensor is another
-  made from the result or after it, so the last of them ran after that call (a scale by one the caller wrote);
+  made from the result or after it, so the last of them ran after that call (a scale by one the caller wrote).
+  Of the nodes running on unchanged a tensor a call took alone (its one tensor), one that also reads floats
+  computed from the model's inputs and not from that value ran before the call, and so did those before it: a
+  call computes from what it took, its own weights and constants (a mask of ones its caller multiplied in);
 - a call that took the very tensor an earlier call returned: the nodes passing it on toward the later call's
   results ran after the first call returned it and before the second's results, so in one of the two calls or in
   a caller between them (:attr:`Boundaries.between`); a tag off every such line goes to the two calls' common
@@ -67,8 +70,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   norm's weight of ones, a shift made from a norm's statistics), however many equal ones the exporter merged
   with them. What made the value it read from those tensors goes with it; a value some call took or returned
   is read as that call's value, not as the weights it was made from (:func:`weight_owners`);
-- a constant made for its readers (computed from no weight) written between two nodes of a call's region, read
-  only within that call, and not taken by it, ran in that call (or one within it): a tag outside it moves in;
+- a constant made for its readers (computed from no weight) written between two nodes of a call's region (or
+  after the last node holding a value the call took and before the region's first node), read only within that
+  call, and not taken by it, ran in that call (or one within it): a tag outside it moves in (a caller would have
+  handed over a constant it made for the call's nodes alone);
 - a constant computed from weights (a function of a parameter: a gate's sigmoid of its own parameter, whose
   owner equal parameters elsewhere leave open) whose readers all lie within a module called below the one it
   is tagged with goes into that module, unless a call of it took the value (:attr:`Boundaries.ran_before`);
@@ -86,7 +91,9 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   the elements (not the sizes) of a model input it took itself, read only within it (positions counted from
   token ids).
 
-:func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write.
+:func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write; a tag of a module no
+call of which ran (a list of layers runs no code; a layer whose caller reads its weight without calling it
+computed nothing) goes to its nearest ancestor that ran.
 
 Only what the values settle is used. A value that tells nothing (a scalar, all one number) places no node,
 except an input of one number repeated that exactly one node of the file holds (a mask that masks nothing,
