@@ -45,3 +45,29 @@ def test_the_same_difference_on_small_values_fails():
 def test_without_rtol_only_the_absolute_tolerance_counts():
     assert not _check([3.0e6], 1.5, rtol=0.0).passed
     assert _check([3.0], 5e-5, rtol=0.0).passed
+
+
+def test_a_nan_on_one_side_only_fails_and_is_reported_as_unbounded():
+    """onnxruntime gives NaN where PyTorch gives a number: the file fails, and the largest difference it reports is
+    not the largest of the other elements (a failure said to differ by 3e-5 against a tolerance of 1e-4 misleads)."""
+    outputs = [torch.tensor([1.0, 2.0, 3.0])]
+
+    class Nan(_Session):
+        def run(self, _names, _feed):
+            return [np.array([1.0, np.nan, 3.00003], dtype=np.float32)]
+
+    check = _compare(Nan(outputs, 0.0), SimpleNamespace(input_names=["x"], module=None), (torch.zeros(1),), 1e-4,
+                     outputs, 1e-5)
+    assert not check.passed and check.max_abs_diff == float("inf")
+
+
+def test_an_output_missing_on_one_side_fails_and_is_reported_as_unbounded():
+    outputs = [torch.tensor([1.0, 2.0]), torch.tensor([3.0])]
+
+    class Fewer(_Session):
+        def run(self, _names, _feed):
+            return [np.array([1.0, 2.0], dtype=np.float32)]
+
+    check = _compare(Fewer(outputs, 0.0), SimpleNamespace(input_names=["x"], module=None), (torch.zeros(1),), 1e-4,
+                     outputs, 1e-5)
+    assert not check.passed and check.max_abs_diff == float("inf")

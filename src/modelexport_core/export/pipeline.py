@@ -375,6 +375,9 @@ def _verify(run: ExportRun, tagged: TaggedFile) -> None:
                 f"PyTorch's own outputs differ between two runs on the example (by {itself:.3g}): the model draws "
                 "random numbers in forward, so no file can be verified against it; make the randomness an input, or "
                 "export with --no-verify", verification.max_abs_diff)
+        if verification.max_abs_diff == float("inf"):
+            raise AttemptFailed("onnxruntime gives NaN where PyTorch gives a number (or outputs of another shape or "
+                                "count)", verification.max_abs_diff)
         raise AttemptFailed(
             f"onnxruntime differs from PyTorch by {verification.max_abs_diff:.3g} (tolerance {run.options.atol:g} "
             f"+ {run.options.rtol:g} x |PyTorch's value|)",
@@ -383,7 +386,8 @@ def _verify(run: ExportRun, tagged: TaggedFile) -> None:
 
 
 def _second_check_failure(max_abs_diff: float) -> str:
-    return "onnxruntime cannot run it" if max_abs_diff == float("inf") else f"differs by {max_abs_diff:.3g}"
+    return "onnxruntime cannot run it (or gives NaN where PyTorch does not)" if max_abs_diff == float("inf") \
+        else f"differs by {max_abs_diff:.3g}"
 
 
 def exporters_to_try(info: StrategyInfo, given: dict[str, str]) -> tuple[str, ...]:
