@@ -2198,13 +2198,14 @@ def test_a_node_passing_on_a_value_made_before_the_call_returning_it_as_its_inne
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}).get(1) != "layer"
 
 
-def test_a_tag_of_a_module_that_never_ran_goes_to_its_nearest_ancestor_that_did():
-    """A list of layers runs no code, nor does a layer whose weight its caller reads without calling it: a node placed
-    at the common ancestor of two elements of the list (or given to the layer by its weight) ran in the caller."""
-    from modelexport_core.export.boundaries import _nearest_that_ran
+def test_a_tag_of_a_module_that_never_ran_goes_to_its_nearest_ancestor_that_did_whichever_rule_gave_it():
+    """Node 2 is a size read by nodes 0 and 1 alone: it goes where its readers go, their common ancestor. Node 0
+    ran between layers.0 returning a tensor and taking it back (tagged off that line: it moves into layers.0), node
+    1 is layers.1's, so that ancestor is the list of layers. A list runs no code: the size ran in the list's caller,
+    model, where it was."""
+    from modelexport_core.export.boundaries import Boundaries
 
-    ran = {"", "model", "model.layers.0", "model.layers.1", "model.layers.1.attn"}
-    assert _nearest_that_ran("model.layers", ran) == "model"
-    assert _nearest_that_ran("model.layers.1.attn.proj", ran) == "model.layers.1.attn"
-    assert _nearest_that_ran("model.layers.0", ran) == "model.layers.0"
-    assert _nearest_that_ran("", ran) == ""
+    boundaries = Boundaries([], set(), called={"", "model", "model.layers.0", "model.layers.1", "other"},
+                            between={0: ("model.layers.0", "model.layers.0")}, sizes={2: [0, 1]})
+    tags = {0: "other", 1: "model.layers.1", 2: "model"}
+    assert hold_boundaries(tags, boundaries, set(), {}) == {0: "model.layers.0"}

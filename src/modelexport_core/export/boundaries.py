@@ -91,9 +91,9 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   the elements (not the sizes) of a model input it took itself, read only within it (positions counted from
   token ids).
 
-:func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write; a tag of a module no
-call of which ran (a list of layers runs no code; a layer whose caller reads its weight without calling it
-computed nothing) goes to its nearest ancestor that ran.
+:func:`hold_call_boundaries` does it all for a strategy, last, on the tags it would write; last of all, a tag of a
+module no call of which ran (a list of layers runs no code; a layer whose caller reads its weight without calling
+it computed nothing) goes to its nearest ancestor that ran, whichever rule gave it.
 
 Only what the values settle is used. A value that tells nothing (a scalar, all one number) places no node,
 except an input of one number repeated that exactly one node of the file holds (a mask that masks nothing,
@@ -1772,13 +1772,6 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
         tag = _out_of_ran_before(i, node_modules[i], boundaries)
         if tag != node_modules[i]:
             moved[i] = tag
-    if boundaries.called:  # a module never called (a container: a list of layers) runs no node: its caller did
-        for i, module in node_modules.items():
-            tag = called = moved.get(i, module)
-            while called and called not in boundaries.called:
-                called = called.rpartition(".")[0]
-            if called != tag:
-                moved[i] = called
     for i, source in boundaries.crops.items():  # a crop of nothing ran where what it crops was made
         if i in node_modules and source in node_modules and i not in skipped:
             tag = moved.get(source, node_modules[source])
@@ -1812,6 +1805,13 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     for i, module in boundaries.made_constant.items():  # a call made the constants holding its result
         if i in node_modules and not is_ancestor(module, moved.get(i, node_modules[i])):
             moved[i] = module
+    if boundaries.called:  # last, on every tag the rules above give: a module never called (a container: a list
+        for i, module in node_modules.items():  # of layers) runs no node, its caller did
+            tag = called = moved.get(i, module)
+            while called and called not in boundaries.called:
+                called = called.rpartition(".")[0]
+            if called != tag:
+                moved[i] = called
     return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
 
 
@@ -2017,19 +2017,7 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
                             boundaries, constant, made_for_readers(graph, constant), owners,
                             made_for_readers(graph, constant, weighed=True))
-    ran = {event.module for event in events}
-    placed = {key: _nearest_that_ran(module, ran) for key, module in
-              {**node_modules, **{keys[i]: module for i, module in moved.items()}}.items()}
-    return {key: module for key, module in placed.items() if module != node_modules[key]}
-
-
-def _nearest_that_ran(module: str, ran: set[str]) -> str:
-    """``module``, or its nearest ancestor that ran, where it never did: a module whose call never ran made no node
-    (a container, a list of layers, runs no code: a node placed at the common ancestor of two of its elements ran
-    in the container's caller; a layer whose weight its caller reads itself, never calling it, computed nothing)."""
-    while module and module not in ran:
-        module = module.rpartition(".")[0]
-    return module
+    return {keys[i]: module for i, module in moved.items()}
 
 
 def _weight_reader(weights: "Path | StreamedModel | None") -> Callable[["onnx.TensorProto"], "np.ndarray"] | None:
