@@ -2209,3 +2209,25 @@ def test_a_tag_of_a_module_that_never_ran_goes_to_its_nearest_ancestor_that_did_
                             between={0: ("model.layers.0", "model.layers.0")}, sizes={2: [0, 1]})
     tags = {0: "other", 1: "model.layers.1", 2: "model"}
     assert hold_boundaries(tags, boundaries, set(), {}) == {0: "model.layers.0"}
+
+
+def test_a_module_called_once_ran_nothing_written_from_the_first_result_of_a_call_begun_after_it_ended():
+    """router returns its logits (sin of x) and indices no node of the file holds (computed another way), so it
+    bounds nothing: a strategy following its values gave it what the caller computed after it. proj began after
+    router ended; its result (tanh) and every node written from it ran after router's call: out of router."""
+    graph, values = _run([
+        helper.make_node("Sin", ["x"], ["logits"]),
+        helper.make_node("Tanh", ["x"], ["p"]),
+        helper.make_node("Mul", ["p", "logits"], ["mixed"]),
+        helper.make_node("Cos", ["mixed"], ["out"]),
+    ], X)
+    indices = np.array([3, 1, 4, 1, 5], dtype=np.int64)  # no node holds these
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "router", (("x", X),)),
+              Event(False, "router", (("logits", values["logits"]), ("indices", indices))),
+              Event(True, "proj", (("x", X),)), Event(False, "proj", (("p", values["p"]),)),
+              Event(False, "", (("out", values["out"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "router" in boundaries.unbounded and boundaries.ended_before["router"] == 1
+    moved = hold_boundaries({0: "router", 1: "proj", 2: "router", 3: "router"}, boundaries, set(), {})
+    assert moved == {2: "", 3: ""}

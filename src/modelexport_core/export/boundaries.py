@@ -339,6 +339,10 @@ class Boundaries:
     after the outer one ended (a scale its caller applied), never in a call on the line between them. Only nodes
     written after the inner call's region (where it was bounded: nodes before it holding the value may be other
     calls', equal at initial weights), and not where the outer calls computed with the node."""
+    ended_before: dict[str, int] = field(default_factory=dict)
+    """For each module called once, the first node holding a result of a call that began after it ended: that
+    node, and every node written after it, ran after the module's call (exporters write nodes in the order they
+    ran)."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -800,6 +804,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     timed: set[int] = set()
     sized_in: set[int] = set()  # sizes a call computed from a number handed to it
     calls_of = Counter(event.module for event in events if event.begins)
+    first_result: list[tuple[int, int]] = []  # each bounded call: the position it began at, its first result node
     looked_at: set[Hashable] = set()  # results whose nodes passing them on were looked at (by the call making them)
     shaped_within: dict[int, str] = {}  # nodes passing a call's result on, shaped from what it made: they ran in it
     made_constant: dict[int, str] = {}  # constant nodes making a call's result, and what served them alone
@@ -1106,6 +1111,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         for key, _ in inputs:
             bounded_taking[key].append(regions[-1])
         bounded_at[event.module] = regions[-1]
+        first_result.append((began_at[position], min(results)))
         # the nodes passing its result on, shaped by sizes of a value it made (not from its results alone), ran in
         # it: what a call made and did not return no later code reads. Not in an element of a list of layers: the
         # next element may have computed the size again, and the exporter merged that with the first one's node
@@ -1261,6 +1267,17 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if any(reader in region.nodes
                for region in regions if region.module == outer for reader in readers.get(node, ())):
             del returned_through[node]
+    # a module called once ran nothing written from the first result of a call that began after it ended
+    ended_before: dict[str, int] = {}
+    first_result.sort()
+    starts = [at for at, _ in first_result]
+    earliest = [node for _, node in first_result]  # from each call on: the first result of any call beginning later
+    for k in range(len(earliest) - 2, -1, -1):
+        earliest[k] = min(earliest[k], earliest[k + 1])
+    for position in began_at:
+        k = bisect_right(starts, position)
+        if calls_of[events[position].module] == 1 and k < len(earliest):
+            ended_before[events[position].module] = earliest[k]
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events} - _emptied(events, values),
@@ -1268,7 +1285,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), call_values,
                       dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back,
-                      returned_through)
+                      returned_through, ended_before)
 
 
 def _emptied(events: list[Event], values: dict[str, "np.ndarray"]) -> set[str]:
@@ -1733,7 +1750,7 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                 within = ".".join(parts[:depth])
                 held = None if within in boundaries.sized and i in boundaries.counting else bounding.get(within)
                 if held is not None and i not in held or i in boundaries.ran_before.get(within, ()) \
-                        or i in boundaries.ran_after.get(within, ()):
+                        or i in boundaries.ran_after.get(within, ()) or i >= boundaries.ended_before.get(within, i + 1):
                     tag = ".".join(parts[:depth - 1])
         if tag != module:
             moved[i] = tag
