@@ -36,6 +36,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   Of the nodes running on unchanged a tensor a call took alone (its one tensor), one that also reads floats
   computed from the model's inputs and not from that value ran before the call, and so did those before it: a
   call computes from what it took, its own weights and constants (a mask of ones its caller multiplied in);
+- a module called once ran nothing written from the first result of a call that began after its call ended
+  (:attr:`Boundaries.ended_before`): exporters write nodes in the order they ran, so that result and every node
+  after it ran after the module's call (a router returning indices no node holds bounds nothing, yet the
+  attention its caller computes after the next call is not the router's);
 - a call that took the very tensor an earlier call returned: the nodes passing it on toward the later call's
   results ran after the first call returned it and before the second's results, so in one of the two calls or in
   a caller between them (:attr:`Boundaries.between`); a tag off every such line goes to the two calls' common
