@@ -2231,3 +2231,31 @@ def test_a_module_called_once_ran_nothing_written_from_the_first_result_of_a_cal
     assert "router" in boundaries.unbounded and boundaries.ended_before["router"] == 1
     moved = hold_boundaries({0: "router", 1: "proj", 2: "router", 3: "router"}, boundaries, set(), {})
     assert moved == {2: "", 3: ""}
+
+
+def test_a_node_inside_a_region_of_a_call_it_made_ran_in_that_call_whatever_ran_on_after_it():
+    """attn takes relu(x) and a mask; its child idx returns tanh of the first; attn combines the mask with a mask it
+    computes from that result that masks nothing (all true), which equals the mask it took, and selects by it. The
+    mask may have been taken at either node, but the child's region holds the tanh: the child ran it, within attn;
+    and attn's result was computed from the nodes computing from the tanh: they ran after the child began and
+    before attn ended, in attn. Neither is left open between attn and its caller."""
+    graph, values = _run([
+        helper.make_node("Relu", ["x"], ["h"]),
+        helper.make_node("Greater", ["x", "zero"], ["m"]),
+        helper.make_node("Tanh", ["h"], ["t"]),
+        helper.make_node("Greater", ["t", "five"], ["z"]),
+        helper.make_node("Not", ["z"], ["nz"]),
+        helper.make_node("And", ["m", "nz"], ["m2"]),
+        helper.make_node("Where", ["m2", "t", "minus"], ["o"]),
+    ], X, {"zero": np.zeros(1, dtype=np.float32), "five": np.full(1, 5, dtype=np.float32),
+           "minus": np.full(1, -1, dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "attn", (("h", values["h"].copy()), ("m", values["m"].copy()))),
+              Event(True, "attn.idx", (("h", values["h"]),)), Event(False, "attn.idx", (("t", values["t"]),)),
+              Event(False, "attn", (("o", values["o"]),)), Event(False, "", (("o", values["o"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["attn.idx"].nodes == {2} and regions["attn"].nodes >= {2, 3, 4, 5, 6}
+    assert not boundaries.unplaced
+    moved = hold_boundaries({0: "", 1: "", 2: "", 3: "", 4: "", 5: "", 6: "attn"}, boundaries, set(), {})
+    assert moved == {2: "attn.idx", 3: "attn", 4: "attn", 5: "attn"}

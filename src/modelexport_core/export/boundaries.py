@@ -821,6 +821,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
     began_at: dict[int, int] = {}  # each end event's position: the position of its call's beginning
     opened: list[int] = []
+    regions_before: dict[int, int] = {}  # each begin event's position: how many calls had been bounded by then
     for position, event in enumerate(events):
         if event.begins:
             opened.append(position)
@@ -871,6 +872,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 ran_after[ended].update(_made_after(event.values, fresh, ended_holding, set(known.values()),
                                                     find, producer, is_input, passes_on, data_free))
             begun.append((cursor, event.values, event.numbers, len(claimed), fresh, ended))
+            regions_before[position] = len(regions)
             ended = None
             continue
         seen.update(key for key, _ in event.values)
@@ -997,6 +999,19 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # unchanged and what shaped it (a view's sizes); integers computed from the model's inputs alone; in a
         # call given numbers, the integer arithmetic giving numbers equal to them
         doubtful = ancestors([i for i in sources if i in unsure], start) - before - constant
+        # but not a node the region of a call it made holds (the regions bounded since it began are those of the
+        # calls it made): that call ran within this one, so the node ran in it, whatever ran on after it (a mask
+        # combined with a mask a child computed that masks nothing equals the mask the call took); nor a node its
+        # results were computed from that computed from such a node: it ran after that call began, before this
+        # one ended. (Not a cast of what that call took that it ran: that places it for the tensor that call took,
+        # settled below for this one)
+        if doubtful:
+            within = set().union(*(inner.nodes for inner in regions[regions_before[began_at[position]]:])) \
+                - cast_in.keys()
+            for i in sorted(doubtful):
+                if i in reach and any(j in within for j in made_from[i]):
+                    within.add(i)
+            doubtful -= within
         # but a value the call took, cast to the type it has by a node only the call's nodes read: code casts a
         # value where it computes with it (a norm computing in float32), so the call ran it. Where an earlier call
         # returned that tensor, it may have cast it as it returned it (the graph and the values are the same
