@@ -2259,3 +2259,43 @@ def test_a_node_inside_a_region_of_a_call_it_made_ran_in_that_call_whatever_ran_
     assert not boundaries.unplaced
     moved = hold_boundaries({0: "", 1: "", 2: "", 3: "", 4: "", 5: "", 6: "attn"}, boundaries, set(), {})
     assert moved == {2: "attn.idx", 3: "attn", 4: "attn", 5: "attn"}
+
+
+def test_a_value_gathered_in_another_order_along_its_first_axis_is_found():
+    """A router sorts tokens by the expert each goes to, an order left unspecified among equal keys: PyTorch
+    grouped the rows one way, the runtime the other, and the experts take the rows so gathered."""
+    graph, values = _run([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Tanh", ["n"], ["t"]),
+                          helper.make_node("Sin", ["t"], ["s"])], X)
+    flipped = {name: np.flip(values[name], axis=0).copy() for name in ("n", "t")}
+    events = [Event(True, "", (("x", X),)), Event(True, "router", (("x", X),)),
+              Event(False, "router", (("n", flipped["n"]),)), Event(True, "experts", (("n", flipped["n"]),)),
+              Event(False, "experts", (("t", flipped["t"]),)), Event(False, "", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region.nodes for region in boundaries.regions}
+    assert boundaries.unbounded == set() and regions["router"] == {0} and regions["experts"] == {1}
+
+
+def test_counts_handed_to_a_call_as_a_list_were_computed_before_it_with_the_floats_they_were_summed_from():
+    """The caller counts the positive elements of each column (a mask, as floats, cast to integers and summed)
+    and hands the counts to experts as a list of numbers, with another tensor: the counts, in order, are one
+    value; it and what computed it from nothing experts took, written before the tensor experts took, ran before
+    experts began."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Greater", ["t", "zero"], ["g"]),
+        helper.make_node("Cast", ["g"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["f"], ["c"], to=TensorProto.INT64),
+        helper.make_node("ReduceSum", ["c", "axis"], ["counts"], keepdims=0),
+        helper.make_node("Sin", ["t"], ["s"]),
+        helper.make_node("Cast", ["counts"], ["cf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["s", "cf"], ["o"]),
+    ], X, {"zero": np.zeros(1, dtype=np.float32), "axis": np.zeros(1, dtype=np.int64)})
+    counts = tuple(float(v) for v in values["counts"])
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "experts", (("s", values["s"].copy()),), numbers=counts),
+              Event(False, "experts", (("o", values["o"]),)), Event(False, "", (("o", values["o"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.ran_before["experts"] >= {1, 2, 3, 4}
+    moved = hold_boundaries({0: "", 1: "experts", 2: "experts", 3: "experts", 4: "experts", 5: "", 6: "experts",
+                             7: "experts"}, boundaries, set(), {})
+    assert moved == {1: "", 2: "", 3: "", 4: ""}

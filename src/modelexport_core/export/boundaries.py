@@ -1069,11 +1069,38 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                                 if array.size == 1 and array.dtype.kind in "iu")
         giving = _giving_numbers(nodes, took, graph, producer, values, integer) if took else set()
         handed: set[int] = set()
-        if nodes - giving - doubtful:
-            first_other = min(nodes - giving - doubtful)
+        # (with what they were computed from, in the region, that is computed from nothing the call took: the
+        # floats a count of positions was summed from)
+        feeding: set[int] = set()
+        listed: set[int] = set()  # a value holding the numbers handed, in order (counts handed over as a list),
+        if len(numbers) > 1:  # and what the region took from it of those numbers (each count): they gave them
+            handed_numbers = set(numbers)
+            for i in sorted(nodes & integer):
+                counted = values.get(graph.node[i].output[0])
+                if i in giving or counted is None:
+                    continue
+                if counted.size == len(numbers) and [float(v) for v in counted.reshape(-1)] == list(numbers) \
+                        or any(j in listed for j in made_from[i]) and 0 < counted.size <= len(numbers) \
+                        and all(float(v) in handed_numbers for v in counted.reshape(-1)):
+                    listed.add(i)
+        if giving or listed:
+            from_taken: set[int] = set()
+            for i in sorted(nodes):
+                if any(j in sources or j in from_taken for j in made_from[i]):
+                    from_taken.add(i)
+            feeding = ancestors(giving | listed, start) & nodes - giving - listed - from_taken
+        if nodes - giving - listed - feeding - doubtful:
+            first_other = min(nodes - giving - listed - feeding - doubtful)
             handed = {i for i in giving if i < first_other and not measured(i) & set(sources)
                       and not any(_same_elements(values, graph.node[producer[name]], graph.node[i])
                                   for name in graph.node[i].input if name in producer)}
+            # (those written before the last node holding a tensor it took: one written after may be the call's
+            # own, taking the number again from what it was handed)
+            taken_last = max((i for i in sources if i not in unsure), default=first_other)
+            handed |= {i for i in listed if i < min(first_other, taken_last) and i not in from_taken}
+            for i in sorted(feeding, reverse=True):
+                if i < first_other and any(j in handed for j in readers[i]):
+                    handed.add(i)
             ran_before |= handed
             doubtful |= handed
         for node in doubtful - of_inputs:
@@ -1641,14 +1668,27 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
 
 
 def _rows_reordered(held: "np.ndarray", recorded: "np.ndarray") -> bool:
-    """Whether a node output holds a recorded value's rows (along its last axis) each in another order.
+    """Whether a node output holds a recorded value's rows (along its last axis) each in another order, or its
+    slices along the first axis in another order.
 
-    An operation whose result order is unspecified (``topk(sorted=False)``) may order each row differently in
-    each runtime, and every value computed from it element by element follows.
+    An operation whose result order is unspecified (``topk(sorted=False)``, a sort of equal keys) may order each
+    row differently in each runtime, and every value computed from it element by element follows; so does a value
+    gathered along its first axis at such indices (tokens grouped by the expert a sort of equal keys gave them).
     """
     import numpy as np
 
-    return held.shape == recorded.shape and same_values(np.sort(held, axis=-1), np.sort(recorded, axis=-1))
+    if held.shape != recorded.shape:
+        return False
+    if same_values(np.sort(held, axis=-1), np.sort(recorded, axis=-1)):
+        return True
+    if held.ndim < 2 or held.shape[0] < 2:
+        return False
+
+    def slices_in_order(value: "np.ndarray") -> "np.ndarray":
+        flat = value.reshape(value.shape[0], -1)
+        return flat[np.lexsort(flat.T[::-1])]
+
+    return same_values(slices_in_order(held), slices_in_order(recorded))
 
 
 def _nearly_uniform(value: "np.ndarray", ends: "tuple[np.floating, np.floating] | None" = None) -> bool:
