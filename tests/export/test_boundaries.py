@@ -2299,3 +2299,26 @@ def test_counts_handed_to_a_call_as_a_list_were_computed_before_it_with_the_floa
     moved = hold_boundaries({0: "", 1: "experts", 2: "experts", 3: "experts", 4: "experts", 5: "", 6: "experts",
                              7: "experts"}, boundaries, set(), {})
     assert moved == {1: "", 2: "", 3: "", 4: ""}
+
+
+def test_a_node_reading_a_slice_of_a_weight_and_a_weight_two_modules_own_ran_in_the_module_owning_both():
+    """The exporter wrote a positional table less its first row, and that first row, as two weights of their own;
+    a node adds both (through a concatenation) to a value. The table's module owns a tensor holding the first as a
+    run of its elements and a tensor equal to the second; a norm owns a bias equal to the second alone (zeros):
+    the table's module ran the node, and what made the value it read from those weights."""
+    import torch
+
+    table = np.arange(12, dtype=np.float32).reshape(1, 4, 3) / 10
+    graph, values = _run([
+        helper.make_node("Concat", ["first", "rest"], ["full"], axis=0),
+        helper.make_node("Reshape", ["full", "shape"], ["positions"]),
+        helper.make_node("Add", ["x", "positions"], ["a"]),
+    ], np.ones((4, 3), dtype=np.float32), {"first": table[0, :1].copy(), "rest": table[0, 1:].copy(),
+                                          "shape": np.array([4, 3], dtype=np.int64)})
+    model = torch.nn.Module()
+    model.embeddings = _owning(positions=table, token=table[0, :1].reshape(1, 1, 3))
+    model.norm = _owning(bias=table[0, :1].reshape(3))
+    owners = weight_owners(graph, model, {2: {"embeddings", "norm", ""}})
+    assert owners[2].modules == {"embeddings"} and owners[2].feeding == {0, 1}
+    model.embeddings = _owning(token=table[0, :1].reshape(1, 1, 3))  # without the table: the first row alone
+    assert weight_owners(graph, model, {2: {"embeddings", "norm", ""}})[2].modules == {"embeddings", "norm"}

@@ -1990,8 +1990,8 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
         if module is None:
             return False
         size = int(np.prod(initializers[name].dims))
-        return any(tensor.numel() == size and tensor.is_floating_point()
-                   and np.array_equal(tensor.detach().cpu().float().numpy().reshape(-1), array_of(name).reshape(-1))
+        return any(tensor.numel() >= size and tensor.is_floating_point()
+                   and _holds_run(tensor.detach().cpu().float().numpy(), array_of(name).reshape(-1))
                    for tensor in (*module.parameters(recurse=False), *module.buffers(recurse=False)))
 
     owners: dict[int, Owned] = {}
@@ -2005,7 +2005,10 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
         if not pairs:
             continue
         owned = {name for _, name in pairs}
-        owning = {qualname for qualname, _ in pairs}
+        # a module reads its own weights: where one of them owns every weight read, it ran the node (the others
+        # own a tensor equal to one of them alone: zeros of a bias)
+        owning = set.intersection(*({qualname for qualname, of in pairs if of == name} for name in owned)) \
+            or {qualname for qualname, _ in pairs}
         carried: set[int] = set()  # what made the value it read from an owned weight (not what sizes alone made)
         for j in sorted(made):
             if any(name in owned or name in producer and producer[name] in carried for name in graph.node[j].input):
@@ -2013,6 +2016,26 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
         owners[i] = Owned(owning, carried)
     return owners
 
+
+def _holds_run(tensor: "np.ndarray", part: "np.ndarray") -> bool:
+    """Whether a tensor's elements equal the flat array ``part``, or hold it as whole rows of its last axis in a
+    run: a slice of a weight along its first axes, which the exporter computed once and wrote as a weight of its
+    own (a positional table less its first row)."""
+    import numpy as np
+
+    whole = tensor.reshape(-1)
+    if whole.size == part.size:
+        return bool(np.array_equal(whole, part))
+    if tensor.ndim < 2 or whole.size < part.size or part.size == 0 or part.size % tensor.shape[-1]:
+        return False
+    row = tensor.shape[-1]
+    starts = [start for start in np.flatnonzero(whole[: whole.size - part.size + 1] == part[0])
+              if start % row == 0][:RUN_STARTS]
+    return any(np.array_equal(whole[start:start + part.size], part) for start in starts)
+
+
+RUN_STARTS = 16
+"""The first row starts tried where a weight's first element occurs in a larger one (:func:`_holds_run`)."""
 
 CASTS = frozenset({"Cast", "CastLike"})
 COPYING_OPS = frozenset({"Cast", "CastLike", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"})
