@@ -160,7 +160,10 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
   integer arithmetic giving values equal to them;
 - of the arithmetic giving a number a call took (also as a tensor of one integer), the nodes written before its
   first other node, read off no value it took and passing on no number they read: they ran before the call
-  began (:attr:`Boundaries.ran_before`), the caller handing the number in;
+  began (:attr:`Boundaries.ran_before`), the caller handing the number in. So did, of a call handed a list of
+  numbers, a value holding those numbers in order and what the region took of them from it (counts of tokens
+  per expert), written before the last node holding a tensor it took, and what computed that value from
+  nothing the call took (the floats the counts were summed from);
 - where a call returned a new tensor equal to what it took (a norm at its initial statistics, a block whose
   residual branch is scaled near zero, a scale of ones), the nodes passing that value on after the node that
   made it, and those reading that node and holding the value (the returning call's or its caller's); where no
@@ -175,6 +178,10 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
   call ran is not settled), nor where such a node reads a value made before that the call did not take (a call
   computes from what it took, weights and constants: a norm folded into the layer before it runs no node, and a
   residual add of a branch returning zeros holds its value).
+
+But a node the region of a call made inside the call holds ran in the call, as does a node computed from such
+a node that the call's results were computed from: the inner call ran within it (a mask that masks nothing,
+computed from a child's result and combined with the mask the call took, leaves that mask's value unchanged).
 
 Where these ran, the values do not settle at all (:attr:`Boundaries.loose`: their tags stay as they are, but out
 of a module every call of which took a value they computed, :attr:`Boundaries.ran_before`):
@@ -1942,8 +1949,10 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
     """For each node of ``candidates`` reading weights of the graph (initializers of floats, more than one),
     directly or through values computed from weights, constants and sizes alone, those of its candidate modules
     owning a parameter or buffer of their own (not a child's) equal to one of them element for element (the
-    exporter may have reshaped it: a scale of one number per channel; or merged equal ones into one). Nodes
-    reading no such weight are left out. ``holding``: nodes holding calls' values (a call's result, computed
+    exporter may have reshaped it: a scale of one number per channel; or merged equal ones into one), or holding
+    it as whole rows of its last axis in a run (a slice the exporter computed once: :func:`_holds_run`); where one
+    of those modules owns every weight the node reads, that one alone. Nodes reading no such weight are left
+    out. ``holding``: nodes holding calls' values (a call's result, computed
     from its weights alone: a positional table), through which no weight is read."""
     import numpy as np
     from onnx import TensorProto, numpy_helper
@@ -2029,8 +2038,7 @@ def _holds_run(tensor: "np.ndarray", part: "np.ndarray") -> bool:
     if tensor.ndim < 2 or whole.size < part.size or part.size == 0 or part.size % tensor.shape[-1]:
         return False
     row = tensor.shape[-1]
-    starts = [start for start in np.flatnonzero(whole[: whole.size - part.size + 1] == part[0])
-              if start % row == 0][:RUN_STARTS]
+    starts = np.flatnonzero(whole[: whole.size - part.size + 1: row] == part[0])[:RUN_STARTS] * row
     return any(np.array_equal(whole[start:start + part.size], part) for start in starts)
 
 
