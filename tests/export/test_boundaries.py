@@ -909,12 +909,15 @@ def test_constants_a_call_took_its_values_from_ran_before_it():
     assert moved == {0: "", 1: "", 2: ""}
 
 
-def test_a_value_whose_rows_the_runtime_ordered_otherwise_is_found():
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_a_value_whose_rows_the_runtime_ordered_otherwise_is_found(axis):
     """A router selects values in an order left unspecified (``topk(sorted=False)``): PyTorch ordered each row one
-    way, the runtime the other, and the call computing from them element by element follows that order."""
+    way, the runtime the other, and the call computing from them element by element follows that order. Or it
+    sorts tokens by the expert each goes to, an order left unspecified among equal keys: the experts take the
+    rows (along the first axis) grouped one way in PyTorch, the other in the runtime."""
     graph, values = _run([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Tanh", ["n"], ["t"]),
                           helper.make_node("Sin", ["t"], ["s"])], X)
-    flipped = {name: np.flip(values[name], axis=-1).copy() for name in ("n", "t")}
+    flipped = {name: np.flip(values[name], axis=axis).copy() for name in ("n", "t")}
     events = [Event(True, "", (("x", X),)), Event(True, "router", (("x", X),)),
               Event(False, "router", (("n", flipped["n"]),)), Event(True, "experts", (("n", flipped["n"]),)),
               Event(False, "experts", (("t", flipped["t"]),)), Event(False, "", (("s", values["s"]),))]
@@ -2259,20 +2262,6 @@ def test_a_node_inside_a_region_of_a_call_it_made_ran_in_that_call_whatever_ran_
     assert not boundaries.unplaced
     moved = hold_boundaries({0: "", 1: "", 2: "", 3: "", 4: "", 5: "", 6: "attn"}, boundaries, set(), {})
     assert moved == {2: "attn.idx", 3: "attn", 4: "attn", 5: "attn"}
-
-
-def test_a_value_gathered_in_another_order_along_its_first_axis_is_found():
-    """A router sorts tokens by the expert each goes to, an order left unspecified among equal keys: PyTorch
-    grouped the rows one way, the runtime the other, and the experts take the rows so gathered."""
-    graph, values = _run([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Tanh", ["n"], ["t"]),
-                          helper.make_node("Sin", ["t"], ["s"])], X)
-    flipped = {name: np.flip(values[name], axis=0).copy() for name in ("n", "t")}
-    events = [Event(True, "", (("x", X),)), Event(True, "router", (("x", X),)),
-              Event(False, "router", (("n", flipped["n"]),)), Event(True, "experts", (("n", flipped["n"]),)),
-              Event(False, "experts", (("t", flipped["t"]),)), Event(False, "", (("s", values["s"]),))]
-    boundaries = call_regions(graph, values, events, [X])
-    regions = {region.module: region.nodes for region in boundaries.regions}
-    assert boundaries.unbounded == set() and regions["router"] == {0} and regions["experts"] == {1}
 
 
 def test_counts_handed_to_a_call_as_a_list_were_computed_before_it_with_the_floats_they_were_summed_from():
