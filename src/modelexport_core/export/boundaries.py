@@ -548,6 +548,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 stack.extend(j for j in made_from[i] if j > floor and j not in seen and (within is None or j in within))
         return seen
 
+    def computed_from(seeds: set[int], among: Iterable[int]) -> set[int]:
+        """The nodes of ``among`` computed from a node of ``seeds`` or from one such node of ``among`` (nodes are in
+        topological order, so one pass in that order finds them all)."""
+        found: set[int] = set()
+        for i in sorted(among):
+            if any(j in seeds or j in found for j in made_from[i]):
+                found.add(i)
+        return found
+
     def computed_before(taken: list[int], floor: int) -> set[int]:
         """What computed the values held by ``taken`` (nodes holding what a call took), back to ``floor`` (where
         the call's caller began), and what computed those of them made from the model's inputs alone, however
@@ -1015,10 +1024,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if doubtful:
             within = set().union(*(inner.nodes for inner in regions[regions_before[began_at[position]]:])) \
                 - cast_in.keys()
-            for i in sorted(doubtful):
-                if i in reach and any(j in within for j in made_from[i]):
-                    within.add(i)
-            doubtful -= within
+            doubtful -= within | computed_from(within, doubtful & reach)
         # but a value the call took, cast to the type it has by a node only the call's nodes read: code casts a
         # value where it computes with it (a norm computing in float32), so the call ran it. Where an earlier call
         # returned that tensor, it may have cast it as it returned it (the graph and the values are the same
@@ -1091,10 +1097,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         and all(float(v) in handed_numbers for v in counted.reshape(-1)):
                     listed.add(i)
         if giving or listed:
-            from_taken: set[int] = set()
-            for i in sorted(nodes):
-                if any(j in sources or j in from_taken for j in made_from[i]):
-                    from_taken.add(i)
+            from_taken = computed_from(set(sources), nodes)
             feeding = ancestors(giving | listed, start) & nodes - giving - listed - from_taken
         if nodes - giving - listed - feeding - doubtful:
             first_other = min(nodes - giving - listed - feeding - doubtful)
@@ -1136,10 +1139,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         early = ancestors(frontier - set(sources), within=integer) - constant
         if early:
             early -= ancestors(sources)
-        own: set[int] = set()  # computed, within the region, from a node reading weights: no caller made it first
-        for i in sorted(nodes):
-            if i in weighted or any(j in own for j in made_from[i]):
-                own.add(i)
+        # the nodes reading weights, and what the region computed from them: no caller made it first
+        reading_weights = nodes & weighted
+        own = reading_weights | computed_from(reading_weights, nodes)
         kept = _kept_inside(nodes, results, readers, producer, graph, own)
         loose |= nodes - kept - doubtful
         moved_up |= early
