@@ -2311,3 +2311,22 @@ def test_a_node_reading_a_slice_of_a_weight_and_a_weight_two_modules_own_ran_in_
     assert owners[2].modules == {"embeddings"} and owners[2].feeding == {0, 1}
     model.embeddings = _owning(token=table[0, :1].reshape(1, 1, 3))  # without the table: the first row alone
     assert weight_owners(graph, model, {2: {"embeddings", "norm", ""}})[2].modules == {"embeddings", "norm"}
+
+
+def test_a_node_no_holder_of_a_calls_result_was_computed_from_ran_outside_a_call_returning_what_it_took():
+    """norm scales what it took by ones (at its initial weights), so it returns a new tensor equal to it and bounds
+    nothing; its caller transposes the result, calls gate on what norm took, and hands the transpose to mix. The
+    transpose is no node holding norm's result, nor is any such node computed from it: exporters drop what nothing
+    reads, so norm did not run it."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["h"]), helper.make_node("Mul", ["h", "ones"], ["n"]),
+                          helper.make_node("Transpose", ["n"], ["t"]), helper.make_node("Cos", ["h"], ["g"]),
+                          helper.make_node("Sin", ["t"], ["m"])],
+                         X, {"ones": np.ones(3, dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)), Event(True, "norm", (("h", values["h"].copy()),)),
+              Event(False, "norm", (("n", values["n"]),)), Event(True, "gate", (("h", values["h"]),)),
+              Event(False, "gate", (("g", values["g"]),)), Event(True, "mix", (("t", values["t"]),)),
+              Event(False, "mix", (("m", values["m"]),)), Event(False, "", (("m", values["m"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "norm" in boundaries.unbounded and 2 not in boundaries.feeding_results["norm"]
+    moved = hold_boundaries({0: "", 1: "norm", 2: "norm", 3: "gate", 4: "mix"}, boundaries, constant_nodes(graph), {})
+    assert moved == {2: ""}

@@ -354,6 +354,10 @@ class Boundaries:
     """For each module called once, the first node holding a result of a call that began after it ended: that
     node, and every node written after it, ran after the module's call (exporters write nodes in the order they
     ran)."""
+    feeding_results: dict[str, set[int]] = field(default_factory=dict)
+    """For each module called once whose call returned a new tensor equal to what it took (so bounded nothing):
+    the nodes some node holding a value equal to one of its results was computed from, and those nodes. Exporters
+    drop what nothing reads, so every node the call ran is among them."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -836,6 +840,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     equal_after: list[tuple[Hashable, Hashable, "np.ndarray", str, bool]] = []
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
     began_at: dict[int, int] = {}  # each end event's position: the position of its call's beginning
+    feeding_results: dict[str, set[int]] = {}
     opened: list[int] = []
     regions_before: dict[int, int] = {}  # each begin event's position: how many calls had been bounded by then
     for position, event in enumerate(events):
@@ -927,6 +932,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if returned and (len(handed_back) < len(returned) or not results_of):
             # a result equal to what the call took: not bounded; where it is a new tensor, which of
             unbounded.add(event.module)  # two calls a node passing it on ran in is not settled
+            if calls_of[event.module] == 1 and all(informative(array) for _, array in results_of):
+                feeding_results[event.module] = ancestors(
+                    [producer[name] for _, array in results_of for name in find(array)])
             # the nodes computing it from what the call took (passing that on, or reading it and holding its value:
             # a scale of ones): the returning call's, or its caller's; where no node is known to hold what the call
             # took yet, a later call may tell
@@ -1340,7 +1348,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), call_values,
                       dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back,
-                      returned_through, ended_before)
+                      returned_through, ended_before, feeding_results)
 
 
 def _emptied(events: list[Event], values: dict[str, "np.ndarray"]) -> set[str]:
@@ -1818,7 +1826,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
                 within = ".".join(parts[:depth])
                 held = None if within in boundaries.sized and i in boundaries.counting else bounding.get(within)
                 if held is not None and i not in held or i in boundaries.ran_before.get(within, ()) \
-                        or i in boundaries.ran_after.get(within, ()) or i >= boundaries.ended_before.get(within, i + 1):
+                        or i in boundaries.ran_after.get(within, ()) or i >= boundaries.ended_before.get(within, i + 1) \
+                        or within in boundaries.feeding_results and i not in boundaries.feeding_results[within]:
                     tag = ".".join(parts[:depth - 1])
         if tag != module:
             moved[i] = tag
