@@ -563,7 +563,8 @@ def test_sizes_a_call_read_off_a_value_it_did_not_take_stay_where_they_are():
 
 
 def test_a_call_given_numbers_leaves_the_integer_arithmetic_it_reads():
-    """The caller reads a size and hands the call a number; the call expands a weight to it."""
+    """The caller reads a size and hands the call a number; the call expands a weight to it. The call took no
+    tensor, so it read no size: the Shape is the caller's, neither in the call's region nor pulled into it."""
     graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]),
                           helper.make_node("Expand", ["w", "s"], ["e"])], X,
                          {"w": np.array([1.0, 2.0, 3.0], dtype=np.float32)})
@@ -571,8 +572,9 @@ def test_a_call_given_numbers_leaves_the_integer_arithmetic_it_reads():
               Event(True, "code", (), numbers=(2.0, 3.0)), Event(False, "code", (("e", values["e"]),))]
     boundaries = call_regions(graph, values, events, [X])
     regions = {region.module: region for region in boundaries.regions}
-    assert regions["code"].nodes == {2} and 1 in boundaries.unplaced
+    assert regions["code"].nodes == {2} and 1 not in regions["code"].unsure
     assert 1 not in hold_boundaries({0: "first", 1: "", 2: "code"}, boundaries, set(), {})
+    assert hold_boundaries({0: "first", 1: "code", 2: "code"}, boundaries, set(), {}).get(1) == ""
 
 
 def test_integers_computed_from_the_models_inputs_alone_are_not_placed():
@@ -2330,3 +2332,71 @@ def test_a_node_no_holder_of_a_calls_result_was_computed_from_ran_outside_a_call
     assert "norm" in boundaries.unbounded and 2 not in boundaries.feeding_results["norm"]
     moved = hold_boundaries({0: "", 1: "norm", 2: "norm", 3: "gate", 4: "mix"}, boundaries, constant_nodes(graph), {})
     assert moved == {2: ""}
+
+
+def test_a_node_passing_the_value_on_that_reads_sizes_of_a_value_the_call_did_not_take_ran_before_it():
+    """The caller pads tanh(x) by one column and reshapes the padded value to the sizes it reads of tanh(x) before
+    the padding (one column more): the reshape passes the value on unchanged, and attn takes it. attn was handed no
+    numbers and not the unpadded value, so it could read none of that value's sizes: the reshape ran before it,
+    in the caller."""
+    def constant(name: str, value: list[int]) -> onnx.NodeProto:
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
+
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["a"]), constant("pads", [0, 0, 0, 1]),
+        helper.make_node("Pad", ["a", "pads"], ["p"]), helper.make_node("Shape", ["a"], ["s"]),
+        constant("i0", [0]), helper.make_node("Gather", ["s", "i0"], ["n0"]),
+        constant("i1", [1]), helper.make_node("Gather", ["s", "i1"], ["n1"]),
+        constant("one", [1]), helper.make_node("Add", ["n1", "one"], ["w"]),
+        helper.make_node("Concat", ["n0", "w"], ["shape"], axis=0), helper.make_node("Reshape", ["p", "shape"], ["r"]),
+        helper.make_node("Sin", ["r"], ["out"]),
+    ], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "attn", (("r", values["r"].copy()),)),
+              Event(False, "attn", (("out", values["out"]),)), Event(False, "", (("out", values["out"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["attn"].nodes == {12} and 11 not in regions["attn"].unsure
+    moved = hold_boundaries({i: "attn" if i else "" for i in range(13)}, boundaries, constant_nodes(graph), {})
+    assert moved.get(11) == "" and moved.get(2) == ""
+    # so where a call attn made took that tensor first (the reshape is then known to pass it on): attn took it too
+    events[2:2] = [Event(True, "attn.qkv", (("r", values["r"]),)), Event(False, "attn.qkv", (("out", values["out"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert all(11 not in region.unsure for region in boundaries.regions)
+    moved = hold_boundaries({i: "attn" if i else "" for i in range(13)}, boundaries, constant_nodes(graph), {})
+    assert moved.get(11) == ""
+
+
+def test_a_call_taking_sizes_alone_ran_no_node_measuring_a_tensor_or_computing_it():
+    """The caller measures its own tensor (tanh(x) doubled) and hands pe one of the sizes, as a tensor of one
+    integer (as an exporter's trace makes it); pe scales a table by it. pe took no tensor of floats, so it read
+    no size: the Shape, and the nodes computing what it measured, ran before it, in the caller."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["a"]), helper.make_node("Add", ["a", "a"], ["b"]),
+        helper.make_node("Shape", ["b"], ["s"]), helper.make_node("Gather", ["s", "one"], ["g"]),
+        helper.make_node("Cast", ["g"], ["f"], to=TensorProto.FLOAT), helper.make_node("Mul", ["f", "table"], ["r"]),
+    ], X, {"one": np.array(1, dtype=np.int64), "table": np.array([1.0, 2.0, 4.0], dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)), Event(True, "pe", (("g", values["g"].copy()),)),
+              Event(False, "pe", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert not {0, 1, 2} & (regions["pe"].nodes | regions["pe"].unsure)
+    moved = hold_boundaries({i: "pe" for i in range(6)}, boundaries, constant_nodes(graph), {})
+    assert {moved.get(i) for i in (0, 1, 2)} == {""} and 5 not in moved
+
+
+def test_a_call_taking_the_models_integer_input_reads_sizes_of_what_it_computed_from_it():
+    """enc takes the model's token ids (no node holds an input of the model), embeds them and scales the embedding
+    by its width: the Shape measuring the embedding is enc's own, computed from what it took."""
+    ids = np.array([[0, 1], [1, 0]], dtype=np.int64)
+    graph, values = _run([
+        helper.make_node("Gather", ["table", "x"], ["e"]), helper.make_node("Shape", ["e"], ["s"]),
+        helper.make_node("Gather", ["s", "two"], ["g"]), helper.make_node("Cast", ["g"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["e", "f"], ["r"]),
+    ], ids, {"table": np.array([[1.0, 2.0, 4.0], [0.5, -1.0, 3.0]], dtype=np.float32),
+             "two": np.array(2, dtype=np.int64)})
+    events = [Event(True, "", (("x", ids),)), Event(True, "enc", (("x", ids),)),
+              Event(False, "enc", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [ids])
+    regions = {region.module: region for region in boundaries.regions}
+    assert {1, 2, 3, 4} <= regions["enc"].nodes
+    assert not hold_boundaries({i: "enc" for i in range(5)}, boundaries, constant_nodes(graph), {})

@@ -35,7 +35,13 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   made from the result or after it, so the last of them ran after that call (a scale by one the caller wrote).
   Of the nodes running on unchanged a tensor a call took alone (its one tensor), one that also reads floats
   computed from the model's inputs and not from that value ran before the call, and so did those before it: a
-  call computes from what it took, its own weights and constants (a mask of ones its caller multiplied in);
+  call computes from what it took, its own weights and constants (a mask of ones its caller multiplied in).
+  For the same reason a call given no numbers reads no size of a tensor it took no value of: of the nodes running
+  on unchanged a tensor it took, one that also reads sizes of such a tensor ran before it, and so did those
+  before it (windows its caller cut from a padded input by the sizes of that input before the padding); and
+  where every value a call took is a number or held by a node (none the model's input), a node measuring a
+  tensor the call took no value of, with what only such reads lead from to its results, ran before it (sizes
+  its caller measured and handed over as tensors of one integer);
 - a module called once ran nothing written from the first result of a call that began after its call ended
   (:attr:`Boundaries.ended_before`): exporters write nodes in the order they ran, so that result and every node
   after it ran after the module's call (a router returning indices no node holds bounds nothing, yet the
@@ -585,6 +591,24 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                    and values[name].size > 0 and not descends(producer[name], earlier)
                    for name in graph.node[later].input if name)
 
+    def sized_beside(later: int, earlier: int, taken: set[int]) -> bool:
+        """Whether node ``later`` reads, beside node ``earlier``'s output, integers computed from the sizes of
+        values (not weights, nor the model's inputs alone: exporters read those once and share them) none of which
+        holds a value in ``taken`` or is computed from one, or from ``earlier``."""
+        made = set(graph.node[earlier].output)
+        for name in graph.node[later].input:
+            if not name or name in made or name not in producer:
+                continue
+            node = producer[name]
+            if node not in integer or node in of_inputs or node in constant:
+                continue
+            sources = measured(node)
+            if sources and all(source not in data_free and source not in taken and not descends(source, earlier)
+                               and not any(descends(source, held) for held in taken if held < source)
+                               for source in sources):
+                return True
+        return False
+
     telling_nothing = {i for i, node in enumerate(graph.node)
                        if not any(name in index_names for name in node.output if name)}
 
@@ -946,7 +970,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         bounding = tuple(value for value in results_of if value[0] not in made_before)
         region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_through,
                         holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing,
-                        ended_inside, returned_later(position), folded, reads_beside)
+                        ended_inside, returned_later(position), folded, reads_beside,
+                        sized_beside if not numbers and not any(
+                            array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -999,6 +1025,20 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         cursor = max(cursor, *results)
         before = ancestors([i for i in sources if i not in unsure], start)
         reach = ancestors(results, start)
+        # a call reads no size of a tensor it took no value of (where each value it took is a number, or held by a
+        # node, none the model's input): a node measuring one, and what only such reads lead from to its results,
+        # ran before it (sizes its caller measured and handed over as numbers)
+        if all(not is_input(array) and (array.dtype.kind in "iub" and array.size <= 1 or informative(array)
+                                        and find(array)) for _, array in inputs):
+            handed_over = set(sources)
+            unheld = {i for i in reach if i in sizing and graph.node[i].input
+                      and (measured_node := producer.get(graph.node[i].input[0])) is not None
+                      and measured_node not in handed_over and measured_node not in data_free
+                      and not any(descends(measured_node, j) for j in handed_over if j < measured_node)}
+            if unheld:
+                measuring = reach
+                reach = ancestors(set(results) - unheld, start, within=reach - unheld)
+                ran_before |= measuring - reach - before - constant
         nodes = reach - before - constant
         # a result held by a node computed from constants alone (a table of positions at static sizes), after the
         # call began and from no value it took: the call made it, with the constants computed for it alone since
@@ -1531,6 +1571,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            returned_later: Callable[[Hashable, "np.ndarray"], int] = lambda key, array: 0,
            folded: Callable[["np.ndarray"], bool] = lambda array: False,
            reads_beside: Callable[[int, int], bool] = lambda later, earlier: False,
+           sized_beside: Callable[[int, int, set[int]], bool] = lambda later, earlier, taken: False,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1556,9 +1597,13 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     unchanged, one that also reads floats computed from the model's inputs and not from the value (``reads_beside``)
     ran before a call that took that one tensor, and so did those before it: such a call computes from what it
     took, its own weights and constants alone (a mask of ones the caller multiplied in before handing the value on).
+    So did one reading sizes of a value the caller made that the call took none of (``sized_beside``, given the
+    nodes holding what the call took): a call given no numbers reads no size of a tensor it was not handed (the
+    caller's windows of a padded layer input, cut by the sizes of that input before it was padded).
     """
     start, inner = span
     claimed, mark = claims
+    taken = {producer[name] for _, array in inputs if informative(array) for name in find(array)}
 
     def one_run(holders: list[int]) -> bool:
         """Whether each of the nodes holding a value (in order) passes on the one before it."""
@@ -1595,9 +1640,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     unsure: set[int] = set()
     for key, array in inputs:
         if key in known:
-            sources.append(known[key])
-            sources.extend(runs_on.get(key, ()))
-            unsure.update(runs_on.get(key, ()))
+            chain = [known[key], *runs_on.get(key, ())]
+            settled = max((k for k in range(1, len(chain)) if sized_beside(chain[k], chain[k - 1], taken)), default=0)
+            sources.extend(chain)
+            unsure.update(chain[settled + 1:])
             continue
         if is_input(array):  # the model's input, or a node passing it on (a view of it) before the call
             passed = [producer[name] for name in find(array)] if informative(array) else []
@@ -1643,6 +1689,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         # (at or after the last node reading other data beside it, where the call took this tensor alone)
         settled = max((k for k in range(1, len(before)) if reads_beside(before[k], before[k - 1])), default=0) \
             if len(inputs) == 1 else 0
+        # (and at or after the last node reading sizes of a value the caller made that the call did not take)
+        settled = max([settled, *(k for k in range(1, len(before)) if sized_beside(before[k], before[k - 1], taken))])
         unsure.update(before[settled + 1:])
         known[key] = before[0]
         runs_on[key] = before[1:]
