@@ -591,10 +591,16 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                    and values[name].size > 0 and not descends(producer[name], earlier)
                    for name in graph.node[later].input if name)
 
+    def untaken(node: int, taken: set[int]) -> bool:
+        """Whether node ``node`` computes data (not from weights and constants alone) that is none of ``taken``
+        (the nodes holding what a call took) nor computed from one: a value the call was not handed."""
+        return node not in data_free and node not in taken and not any(descends(node, held) for held in taken
+                                                                         if held < node)
+
     def sized_beside(later: int, earlier: int, taken: set[int]) -> bool:
         """Whether node ``later`` reads, beside node ``earlier``'s output, integers computed from the sizes of
-        values (not weights, nor the model's inputs alone: exporters read those once and share them) none of which
-        holds a value in ``taken`` or is computed from one, or from ``earlier``."""
+        values (not the model's inputs alone: exporters read those once and share them) that are ``untaken`` and
+        not computed from ``earlier``."""
         made = set(graph.node[earlier].output)
         for name in graph.node[later].input:
             if not name or name in made or name not in producer:
@@ -603,9 +609,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if node not in integer or node in of_inputs or node in constant:
                 continue
             sources = measured(node)
-            if sources and all(source not in data_free and source not in taken and not descends(source, earlier)
-                               and not any(descends(source, held) for held in taken if held < source)
-                               for source in sources):
+            if sources and all(untaken(source, taken) and not descends(source, earlier) for source in sources):
                 return True
         return False
 
@@ -1033,8 +1037,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             handed_over = set(sources)
             unheld = {i for i in reach if i in sizing and graph.node[i].input
                       and (measured_node := producer.get(graph.node[i].input[0])) is not None
-                      and measured_node not in handed_over and measured_node not in data_free
-                      and not any(descends(measured_node, j) for j in handed_over if j < measured_node)}
+                      and untaken(measured_node, handed_over)}
             if unheld:
                 measuring = reach
                 reach = ancestors(set(results) - unheld, start, within=reach - unheld)
@@ -1605,6 +1608,11 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     claimed, mark = claims
     taken = {producer[name] for _, array in inputs if informative(array) for name in find(array)}
 
+    def sized_from(chain: list[int]) -> int:
+        """The last place in ``chain`` (nodes passing a value the call took on, in order) of a node reading sizes
+        of a value the caller made that the call did not take (``sized_beside``); 0 where none does."""
+        return max((k for k in range(1, len(chain)) if sized_beside(chain[k], chain[k - 1], taken)), default=0)
+
     def one_run(holders: list[int]) -> bool:
         """Whether each of the nodes holding a value (in order) passes on the one before it."""
         return all(passes_on(later, earlier) for earlier, later in zip(holders, holders[1:]))
@@ -1641,7 +1649,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     for key, array in inputs:
         if key in known:
             chain = [known[key], *runs_on.get(key, ())]
-            settled = max((k for k in range(1, len(chain)) if sized_beside(chain[k], chain[k - 1], taken)), default=0)
+            settled = sized_from(chain)
             sources.extend(chain)
             unsure.update(chain[settled + 1:])
             continue
@@ -1690,7 +1698,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         settled = max((k for k in range(1, len(before)) if reads_beside(before[k], before[k - 1])), default=0) \
             if len(inputs) == 1 else 0
         # (and at or after the last node reading sizes of a value the caller made that the call did not take)
-        settled = max([settled, *(k for k in range(1, len(before)) if sized_beside(before[k], before[k - 1], taken))])
+        settled = max(settled, sized_from(before))
         unsure.update(before[settled + 1:])
         known[key] = before[0]
         runs_on[key] = before[1:]
