@@ -134,6 +134,11 @@ def _run(nodes: list[onnx.NodeProto], x: np.ndarray, weights: dict[str, np.ndarr
 X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -3.0]], dtype=np.float32)
 
 
+def ints(name: str, value: list[int] | int) -> onnx.NodeProto:
+    """A Constant node writing ``value`` as int64 into ``name``."""
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
+
+
 def test_a_computation_the_caller_reads_too_is_left_where_it_is():
     """first computes tanh(x) and sin of it; the caller computes cos of tanh(x): the exporter merged the two tanh
     into one node, so the values cannot say whether first or its caller ran it."""
@@ -1020,9 +1025,6 @@ def test_a_call_also_returning_a_value_that_tells_nothing_is_bounded_by_its_othe
 def _reshaped_by_a_returned_size() -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
     """layer computes t = tanh(x), returns sin(t) and the number of t's rows; the caller reshapes the result to
     that many columns (the number unsqueezed and joined after -1 into a shape)."""
-    def ints(name: str, value: list[int] | int) -> onnx.NodeProto:
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
-
     graph, values = _run([
         helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Shape", ["t"], ["s"]), ints("first", 0),
         helper.make_node("Gather", ["s", "first"], ["n"]), helper.make_node("Sin", ["t"], ["r"]), ints("axes", [0]),
@@ -1053,9 +1055,6 @@ def _masked_by_the_sizes_of_a_result() -> tuple[onnx.GraphProto, list[Event], di
     """pre returns r = sin(x) and a mask cos(x); the caller reads r's number of rows, expands the mask to that many
     rows (the number unsqueezed and joined with the row's length: the mask's own shape) and hands r and the mask to
     layer: tanh(r + mask)."""
-    def ints(name: str, value: list[int] | int) -> onnx.NodeProto:
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
-
     graph, values = _run([
         helper.make_node("Sin", ["x"], ["r"]), helper.make_node("Cos", ["x"], ["m"]),
         helper.make_node("Shape", ["r"], ["s"]), ints("first", 0), helper.make_node("Gather", ["s", "first"], ["n"]),
@@ -1086,9 +1085,6 @@ def test_sizes_read_off_a_value_held_outside_every_call_go_with_the_operand_they
 def _positions_written_twice() -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
     """The caller counts positions off x's row length (a range), pre returns sin(x), and rot adds the positions
     it took to that; the caller then scales rot's result by the positions, which the file computes again."""
-    def ints(name: str, value: int) -> onnx.NodeProto:
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
-
     def positions(suffix: str) -> list[onnx.NodeProto]:
         return [helper.make_node("Shape", ["x"], [f"s{suffix}"]),
                 helper.make_node("Gather", [f"s{suffix}", "axis"], [f"n{suffix}"]),
@@ -1137,9 +1133,6 @@ def test_a_module_whose_calls_returned_nothing_but_empty_tensors_runs_no_node():
 def test_a_module_returning_empty_tensors_a_node_holds_still_ran():
     """Where a node of the graph holds a value of no element of the shape compress returned (the file kept what
     computed it: a slice of no rows), compress's nodes are in the graph: it stays a called module."""
-    def ints(name: str, value: list[int]) -> onnx.NodeProto:
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
-
     graph, values = _run([helper.make_node("Sin", ["x"], ["t"]), ints("begin", [0]), ints("end", [0]),
                           helper.make_node("Slice", ["t", "begin", "end"], ["none"]),
                           helper.make_node("Cos", ["t"], ["y"])], X)
@@ -1173,9 +1166,6 @@ def test_a_call_made_the_constants_holding_its_result():
 def _cropped(also_read: bool) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
     """join stacks tanh(x) on itself and crops the rows of the stack to all of them; then take returns sin of
     what join returned. With ``also_read``, the caller reads the stack too (cos of it)."""
-    def ints(name: str, value: list[int]) -> onnx.NodeProto:
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
-
     nodes = [helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Concat", ["t", "t"], ["c"], axis=0),
              ints("begin", [0]), ints("end", [4]), helper.make_node("Slice", ["c", "begin", "end"], ["k"]),
              helper.make_node("Sin", ["k"], ["r"])]
@@ -2339,15 +2329,12 @@ def test_a_node_passing_the_value_on_that_reads_sizes_of_a_value_the_call_did_no
     the padding (one column more): the reshape passes the value on unchanged, and attn takes it. attn was handed no
     numbers and not the unpadded value, so it could read none of that value's sizes: the reshape ran before it,
     in the caller."""
-    def constant(name: str, value: list[int]) -> onnx.NodeProto:
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=np.int64)))
-
     graph, values = _run([
-        helper.make_node("Tanh", ["x"], ["a"]), constant("pads", [0, 0, 0, 1]),
+        helper.make_node("Tanh", ["x"], ["a"]), ints("pads", [0, 0, 0, 1]),
         helper.make_node("Pad", ["a", "pads"], ["p"]), helper.make_node("Shape", ["a"], ["s"]),
-        constant("i0", [0]), helper.make_node("Gather", ["s", "i0"], ["n0"]),
-        constant("i1", [1]), helper.make_node("Gather", ["s", "i1"], ["n1"]),
-        constant("one", [1]), helper.make_node("Add", ["n1", "one"], ["w"]),
+        ints("i0", [0]), helper.make_node("Gather", ["s", "i0"], ["n0"]),
+        ints("i1", [1]), helper.make_node("Gather", ["s", "i1"], ["n1"]),
+        ints("one", [1]), helper.make_node("Add", ["n1", "one"], ["w"]),
         helper.make_node("Concat", ["n0", "w"], ["shape"], axis=0), helper.make_node("Reshape", ["p", "shape"], ["r"]),
         helper.make_node("Sin", ["r"], ["out"]),
     ], X)
