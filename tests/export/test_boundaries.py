@@ -2387,3 +2387,48 @@ def test_a_call_taking_the_models_integer_input_reads_sizes_of_what_it_computed_
     regions = {region.module: region for region in boundaries.regions}
     assert {1, 2, 3, 4} <= regions["enc"].nodes
     assert not hold_boundaries({i: "enc" for i in range(5)}, boundaries, constant_nodes(graph), {})
+
+
+def _capped() -> tuple[onnx.GraphProto, dict[str, np.ndarray]]:
+    """tanh(x); that cast to its own type; halved and doubled again (a cap that caps nothing: equal to it), then
+    sin of it."""
+    two = np.float32(2.0)
+    return _run([helper.make_node("Tanh", ["x"], ["t"]),
+                 helper.make_node("Cast", ["t"], ["u"], to=TensorProto.FLOAT),
+                 helper.make_node("Constant", [], ["two"], value=numpy_helper.from_array(two)),
+                 helper.make_node("Div", ["u", "two"], ["d"]),
+                 helper.make_node("Mul", ["d", "two"], ["e"]),
+                 helper.make_node("Sin", ["e"], ["s"])], X)
+
+
+def test_a_call_making_no_call_ran_the_node_computing_its_equal_result_not_the_cast_before_it():
+    """block computes tanh(x), casts it to the type it has (the very tensor: a cast returns it) and hands it to cap,
+    which halves and doubles it and returns the product, a new tensor equal to what it took. The cast holds that
+    value too but reads nothing other than the value: it passed the value on and computed none of it. The product,
+    computed from it through a value that is not it, is the one node making cap's result: cap ran it and the
+    halving, not the cast."""
+    graph, values = _capped()
+    events = [Event(True, "block", (("x", X),)),
+              Event(True, "block.cap", (("t", values["t"]),)), Event(False, "block.cap", (("e", values["e"]),)),
+              Event(False, "block", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    moved = hold_boundaries({i: "block" for i in range(6)}, boundaries, constant_nodes(graph), {})
+    assert moved.get(3) == moved.get(4) == "block.cap"
+    assert 1 not in moved
+
+
+def test_nodes_a_call_making_no_call_ran_are_settled_inside_the_call_that_made_it():
+    """block computes tanh(x) and hands it to act, which casts it to the type it has and hands it to cap: cap
+    halves and doubles it, returning a new tensor equal to what it took; act returns sin of that. Read from act's
+    values alone, the product may pass on what act took (its caller's, before act began); but cap, which act
+    called, computed it: the halving and the product ran in cap, within act."""
+    graph, values = _capped()
+    events = [Event(True, "block", (("x", X),)),
+              Event(True, "block.act", (("t", values["t"]),)),
+              Event(True, "block.act.cap", (("t", values["t"]),)), Event(False, "block.act.cap", (("e", values["e"]),)),
+              Event(False, "block.act", (("s", values["s"]),)), Event(False, "block", (("s", values["s"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert not {3, 4} & boundaries.unplaced
+    moved = hold_boundaries({0: "block", **dict.fromkeys(range(1, 6), "block.act")}, boundaries,
+                            constant_nodes(graph), {})
+    assert moved.get(3) == moved.get(4) == "block.act.cap"

@@ -1280,15 +1280,19 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             continue
         results_known = [known.get(equal_after[n][1]) for n in run]
         holding_it = {producer[name] for names in found for name in names} | {i for i in results_known if i is not None}
-        making_it = sorted(i for i in holding_it if i > first and descends(i, first))
+        # (not a cast to the type it has: in PyTorch that returns the very tensor it casts, never a new one)
+        making_it = sorted(i for i in holding_it if i > first and descends(i, first)
+                           and graph.node[i].op_type not in CASTS)
         if len(making_it) != len(run) or not all(descends(later, earlier)
                                                  for earlier, later in zip(making_it, making_it[1:])):
             continue
         if not all((at is None or at in (first, *making_it)) and holding_values[node] <= (at == node)
                    for at, node in zip(results_known, making_it)):
             continue
+        # (from the last node passing on what the first took that the first of them is computed from)
+        start_at = max(i for i in holding_it | {first} if first <= i < making_it[0] and descends(making_it[0], i))
         spans = [(n, {i for i in ancestors([node], before) if descends(i, before)} - constant, before)
-                 for n, node, before in zip(run, making_it, [first, *making_it])]
+                 for n, node, before in zip(run, making_it, [start_at, *making_it])]
         # (a tensor is made before a call takes it, but a call taking the result may compute an equal one from it:
         # where the region of a call taking a result holds a node computing it, that call ran it; where it may hold
         # one that computes no call's value or reads a value computed since what the first took was made, and none
@@ -1313,6 +1317,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             regions.append(CallRegion(equal_after[n][3], ran))
             made_by.update(dict.fromkeys(ran, equal_after[n][3]))
             placed.add(n)
+    # a node so placed that the values left open between a call and its caller ran in that call, which made the
+    # call running it (an activation the caller's region took for what it was handed, run on unchanged)
+    for node, module in made_by.items():
+        if node in unplaced and undecided[node] and all(is_ancestor(e, module) for e in undecided[node]):
+            unplaced.discard(node)
+            del undecided[node]
     for n, (given_key, _, array, module, _) in enumerate(equal_after):
         if n in placed:
             continue
