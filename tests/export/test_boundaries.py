@@ -2432,3 +2432,22 @@ def test_nodes_a_call_making_no_call_ran_are_settled_inside_the_call_that_made_i
     moved = hold_boundaries({0: "block", **dict.fromkeys(range(1, 6), "block.act")}, boundaries,
                             constant_nodes(graph), {})
     assert moved.get(3) == moved.get(4) == "block.act.cap"
+
+
+@pytest.mark.parametrize("owned", [True, False])
+def test_a_call_runs_no_node_reading_the_weights_of_a_module_off_its_line(owned):
+    """first returns tanh(x) transposed; second transposes it back, scales it by its weight of ones and transposes
+    the product again (the exporter cancelled the transposes): no node holds what first returned, but second's
+    result equals it. Read from the values alone, first ran second's scale too; but that node reads a weight of
+    second alone, which first, neither within second nor its caller, cannot have read: the values settle nothing
+    about first, and its region is not taken (first is left unbounded)."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Mul", ["t", "ones"], ["m"]),
+                          helper.make_node("Transpose", ["m"], ["r"], perm=[1, 0])],
+                         X, {"ones": np.ones(3, np.float32)})
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "first", (("x", X),)), Event(False, "first", (("f", values["t"].T.copy()),)),
+              Event(True, "second", (("f", values["t"].T.copy()),)), Event(False, "second", (("s", values["r"]),)),
+              Event(False, "", (("s", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X], owned={1: "second"} if owned else None)
+    assert any(region.module == "first" and 1 in region.nodes for region in boundaries.regions) is not owned
+    assert ("first" in boundaries.unbounded) is owned

@@ -502,10 +502,14 @@ def constant_nodes(graph: "onnx.GraphProto", sizes: bool = False) -> set[int]:
 
 def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], events: list[Event],
                  model_inputs: list["np.ndarray"],
-                 weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None) -> Boundaries:
+                 weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None,
+                 owned: Mapping[int, str] | None = None) -> Boundaries:
     """The region of every call whose boundary values settle it (module docstring), from ``values``: the
     file's node outputs on the inputs the model ran on (``model_inputs``). ``weight``: an initializer's value
-    where the graph holds it without its data (else it is read from the graph)."""
+    where the graph holds it without its data (else it is read from the graph). ``owned``: nodes reading a weight
+    equal to a parameter or buffer of one module alone, with that module: a call runs no node reading the weights of
+    a module neither within it nor among its callers, so values settling such a region (a result equal within
+    rounding to a later layer's, where its own holder is gone) settle nothing and the call is not bounded."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -972,6 +976,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             continue
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         bounding = tuple(value for value in results_of if value[0] not in made_before)
+        if owned:
+            saved_known, saved_runs, saved_claims = dict(known), dict(runs_on), dict(claimed)
         region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_through,
                         holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing,
                         ended_inside, returned_later(position), folded, reads_beside,
@@ -985,6 +991,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 and len(holders := [producer[name] for name in find(array)]) == 1
                 and holders[0] not in holding and holders[0] not in data_free)
         untold = [array for key, array in results_of if key not in known and not informative(array)]
+        if region is not None and owned and _runs_anothers_weights(region, event.module, owned, ancestors, start):
+            known.clear()  # what it settled on the way is undone with it
+            known.update(saved_known)
+            runs_on.clear()
+            runs_on.update(saved_runs)
+            claimed.clear()
+            claimed.update(saved_claims)
+            region = None
         if region is None:
             unbounded.add(event.module)
             continue
@@ -1750,6 +1764,17 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     return results, sources, unsure
 
 
+def _runs_anothers_weights(region: tuple[list[int], list[int], set[int]], module: str, owned: Mapping[int, str],
+                           ancestors: Callable[..., set[int]], start: int) -> bool:
+    """Whether the nodes between what a call took and what it returned (``region``: its result nodes, the nodes its
+    inputs came from, its unsure ones), taken at the last node holding each input (the fewest), hold one reading the
+    weights of a module off the call's line (``owned``)."""
+    results, sources, _ = region
+    between = ancestors(results, start) - ancestors(sources, start)
+    return any((owner := owned.get(i)) is not None and not is_ancestor(owner, module) and not is_ancestor(module, owner)
+               for i in between)
+
+
 def _rows_reordered(held: "np.ndarray", recorded: "np.ndarray") -> bool:
     """Whether a node output holds a recorded value's rows (along its last axis) each in another order, or its
     slices along the first axis in another order.
@@ -2159,10 +2184,12 @@ def _deepest(modules: list[str]) -> str | None:
 def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", node_modules: dict[str, str],
                          exporter: str, weights: "Path | StreamedModel | None" = None,
                          values: dict[str, "np.ndarray"] | None = None,
-                         events: list[Event] | None = None, index: "GraphIndex | None" = None) -> dict[str, str]:
+                         events: list[Event] | None = None, index: "GraphIndex | None" = None,
+                         owned: Mapping[str, str] | None = None) -> dict[str, str]:
     """The nodes (by name) whose module the values crossing each module call's boundary settle otherwise, with
     that module; none where the model or the file cannot run on ``ctx.args``. Constants keep the strategy's
-    tags, except where their readers moved.
+    tags, except where their readers moved. ``owned``: nodes (by name) reading a weight of one module alone, with
+    that module (:func:`call_regions`).
 
     ``events``: the calls recorded while the exporter ran the model (:func:`recording_calls`), where the strategy
     has them; else the model runs once more as ``exporter`` ran it. ``values``: the file's node outputs on
@@ -2190,10 +2217,11 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     except Exception:  # noqa: BLE001 - without the values the strategy's tags stand
         return {}
     graph = onnx_model.graph
-    boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args],
-                              _weight_reader(weights))
     keys = (index if index is not None else GraphIndex.of(graph)).keys
     positions = {key: i for i, key in enumerate(keys)}
+    boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args],
+                              _weight_reader(weights),
+                              {positions[key]: module for key, module in (owned or {}).items() if key in positions})
     constant = constant_nodes(graph)
     candidates = {i: _open_between(i, boundaries) for i in set(boundaries.handed_on) | set(boundaries.between)}
     owners = weight_owners(graph, ctx.model, candidates, _weight_reader(weights), boundaries.holding) \

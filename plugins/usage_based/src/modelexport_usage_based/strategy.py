@@ -177,8 +177,11 @@ class UsageBasedStrategy(TaggingStrategy):
         except Exception:  # noqa: BLE001 - onnxruntime cannot run the file: without its values the tags stand
             bounded: dict[str, str] = {}
         else:
+            # (the nodes reading a weight of one module alone: a call runs none of another line's)
+            owned = {index.keys[i]: next(iter(owners.modules)) for i, owners in users.candidates.items()
+                     if len(owners.modules) == 1}
             bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights,
-                                           values=values, events=events, index=index)
+                                           values=values, events=events, index=index, owned=owned)
         node_modules.update(bounded)
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
