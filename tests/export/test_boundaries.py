@@ -2451,3 +2451,35 @@ def test_a_call_runs_no_node_reading_the_weights_of_a_module_off_its_line(owned)
     boundaries = call_regions(graph, values, events, [X], owned={1: "second"} if owned else None)
     assert any(region.module == "first" and 1 in region.nodes for region in boundaries.regions) is not owned
     assert ("first" in boundaries.unbounded) is owned
+
+
+def test_a_tensor_equal_to_a_model_input_that_is_another_tensor_was_made_before_the_call_took_it():
+    """The model takes x and a weighting of twos; it computes sin(x), cuts the weighting to x's length (a slice starting at
+    minus that length, equal to the whole mask) and hands both to conv, which multiplies the sine by the cut and
+    returns tanh of that. The cut equals the weighting the model was given but is another tensor: made before conv
+    took it, by the one node holding it, with the size arithmetic feeding that node. They stay the caller's; conv
+    casts the cut and multiplies."""
+    from onnx.reference import ReferenceEvaluator
+
+    mask = np.full((1, 3), 2, dtype=np.int64)
+    nodes = [helper.make_node("Sin", ["x"], ["h"]),
+             helper.make_node("Shape", ["x"], ["length"], start=1), helper.make_node("Neg", ["length"], ["start"]),
+             ints("end", [9]), ints("axis", [1]),
+             helper.make_node("Slice", ["mask", "start", "end", "axis"], ["cut"]),
+             helper.make_node("Cast", ["cut"], ["scale"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["h", "scale"], ["y"]), helper.make_node("Tanh", ["y"], ["r"])]
+    outputs = [name for node in nodes for name in node.output]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                                           helper.make_tensor_value_info("mask", TensorProto.INT64, [1, 3])],
+                              [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in outputs])
+    found = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])).run(
+        None, {"x": X, "mask": mask})
+    values = dict(zip(outputs, found))
+    events = [Event(True, "", (("x", X), ("mask", mask))),
+              Event(True, "conv", (("h", values["h"]), ("cut", values["cut"]))),
+              Event(False, "conv", (("r", values["r"]),)),
+              Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X, mask])
+    tags = {0: "", 1: "", 2: "", 3: "", 4: "", 5: "", 6: "", 7: "", 8: "conv"}
+    moved = hold_boundaries(tags, boundaries, constant_nodes(graph), made_for_readers(graph, constant_nodes(graph)))
+    assert moved == {6: "conv", 7: "conv"}

@@ -830,6 +830,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     def is_input(array: "np.ndarray") -> bool:
         return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
 
+    model_given = {key for event in events[:1] if event.begins for key, _ in event.values}  # the model's own inputs
     integer = {i for i, node in enumerate(graph.node)  # the nodes computing integers (sizes, indices, flags)
                if all(getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
                       for name in node.output if name)}
@@ -982,7 +983,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing,
                         ended_inside, returned_later(position), folded, reads_beside,
                         sized_beside if not numbers and not any(
-                            array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False)
+                            array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
+                        model_given)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1599,6 +1601,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            folded: Callable[["np.ndarray"], bool] = lambda array: False,
            reads_beside: Callable[[int, int], bool] = lambda later, earlier: False,
            sized_beside: Callable[[int, int, set[int]], bool] = lambda later, earlier, taken: False,
+           given: "set[Hashable] | frozenset[Hashable]" = frozenset(),
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1626,7 +1629,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     took, its own weights and constants alone (a mask of ones the caller multiplied in before handing the value on).
     So did one reading sizes of a value the caller made that the call took none of (``sized_beside``, given the
     nodes holding what the call took): a call given no numbers reads no size of a tensor it was not handed (the
-    caller's windows of a padded layer input, cut by the sizes of that input before it was padded).
+    caller's windows of a padded layer input, cut by the sizes of that input before it was padded). ``given``: the
+    tensors the model itself was given; a tensor equal to one of them that is another one was made before the call
+    took it, where one node alone holds it.
     """
     start, inner = span
     claimed, mark = claims
@@ -1678,8 +1683,12 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             unsure.update(chain[settled + 1:])
             continue
         if is_input(array):  # the model's input, or a node passing it on (a view of it) before the call
-            passed = [producer[name] for name in find(array)] if informative(array) else []
+            passed = [producer[name] for name in find(array)] if informative(array) else holding_one_number(array)
             passed = [i for i in passed if i < first]
+            if key not in given and len(passed) == 1:  # not the very tensor the model was given but one equal to
+                sources.append(passed[0])  # it (a mask cut to the length of the sequence), which one node alone
+                continue  # holds: that node made it before the call began
+            passed = passed if informative(array) else []
             sources.extend(passed)
             unsure.update(passed)
             continue
