@@ -2434,23 +2434,27 @@ def test_nodes_a_call_making_no_call_ran_are_settled_inside_the_call_that_made_i
     assert moved.get(3) == moved.get(4) == "block.act.cap"
 
 
-@pytest.mark.parametrize("owned", [True, False])
-def test_a_call_runs_no_node_reading_the_weights_of_a_module_off_its_line(owned):
-    """first returns tanh(x) transposed; second transposes it back, scales it by its weight of ones and transposes
-    the product again (the exporter cancelled the transposes): no node holds what first returned, but second's
-    result equals it. Read from the values alone, first ran second's scale too; but that node reads a weight of
-    second alone, which first, neither within second nor its caller, cannot have read: the values settle nothing
-    about first, and its region is not taken (first is left unbounded)."""
-    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Mul", ["t", "ones"], ["m"]),
+@pytest.mark.parametrize(("owned", "weight"), [(True, [0.5, -0.25, 0.75]), (False, [0.5, -0.25, 0.75]),
+                                               (True, [0.5, 0.5, 0.5])])
+def test_a_call_runs_no_node_reading_the_weights_of_a_module_off_its_line(owned, weight):
+    """first returns tanh(x) transposed; second transposes it back, adds its weight and takes it away again, and
+    transposes the difference again (the exporter cancelled the transposes): no node holds what first returned, but
+    second's result equals it. Read from the values alone, first ran second's sum too; but that node reads a weight
+    of second alone, which first, neither within second nor its caller, cannot have read: the values settle nothing
+    about first, and its region is not taken (first is left unbounded). A weight of one number repeated names no
+    owner (it equals part of many a module's bias): it settles nothing against the values."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Add", ["t", "w"], ["a"]),
+                          helper.make_node("Sub", ["a", "w"], ["m"]),
                           helper.make_node("Transpose", ["m"], ["r"], perm=[1, 0])],
-                         X, {"ones": np.ones(3, np.float32)})
+                         X, {"w": np.array(weight, np.float32)})
     events = [Event(True, "", (("x", X),)),
               Event(True, "first", (("x", X),)), Event(False, "first", (("f", values["t"].T.copy()),)),
               Event(True, "second", (("f", values["t"].T.copy()),)), Event(False, "second", (("s", values["r"]),)),
               Event(False, "", (("s", values["r"]),))]
-    boundaries = call_regions(graph, values, events, [X], owned={1: "second"} if owned else None)
-    assert any(region.module == "first" and 1 in region.nodes for region in boundaries.regions) is not owned
-    assert ("first" in boundaries.unbounded) is owned
+    boundaries = call_regions(graph, values, events, [X], owned={1: "second", 2: "second"} if owned else None)
+    rejected = owned and len(set(weight)) > 1
+    assert any(region.module == "first" and 1 in region.nodes for region in boundaries.regions) is not rejected
+    assert ("first" in boundaries.unbounded) is rejected
 
 
 def test_a_tensor_equal_to_a_model_input_that_is_another_tensor_was_made_before_the_call_took_it():

@@ -831,6 +831,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         return any(array.shape == given.shape and np.array_equal(array, given) for given in model_inputs)
 
     model_given = {key for event in events[:1] if event.begins for key, _ in event.values}  # the model's own inputs
+
+    def reads_telling_weight(node: int) -> bool:
+        """Whether a node reads an initializer of many floats that tells something (not one number repeated: zeros
+        equal part of any bias, so they name no owner)."""
+        return any(sizes.get(name, 0) > 1 and (value := initializer_value(name)) is not None and informative(value)
+                   for name in graph.node[node].input if name)
     integer = {i for i, node in enumerate(graph.node)  # the nodes computing integers (sizes, indices, flags)
                if all(getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
                       for name in node.output if name)}
@@ -993,7 +999,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 and len(holders := [producer[name] for name in find(array)]) == 1
                 and holders[0] not in holding and holders[0] not in data_free)
         untold = [array for key, array in results_of if key not in known and not informative(array)]
-        if region is not None and owned and _runs_anothers_weights(region, event.module, owned, ancestors, start):
+        if region is not None and owned and _runs_anothers_weights(region, event.module, owned, ancestors, start,
+                                                                   reads_telling_weight):
             known.clear()  # what it settled on the way is undone with it
             known.update(saved_known)
             runs_on.clear()
@@ -1774,14 +1781,14 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
 
 
 def _runs_anothers_weights(region: tuple[list[int], list[int], set[int]], module: str, owned: Mapping[int, str],
-                           ancestors: Callable[..., set[int]], start: int) -> bool:
+                           ancestors: Callable[..., set[int]], start: int, telling: Callable[[int], bool]) -> bool:
     """Whether the nodes between what a call took and what it returned (``region``: its result nodes, the nodes its
     inputs came from, its unsure ones), taken at the last node holding each input (the fewest), hold one reading the
-    weights of a module off the call's line (``owned``)."""
+    weights of a module off the call's line (``owned``), a weight that tells something (``telling``)."""
     results, sources, _ = region
     between = ancestors(results, start) - ancestors(sources, start)
     return any((owner := owned.get(i)) is not None and not is_ancestor(owner, module) and not is_ancestor(module, owner)
-               for i in between)
+               and telling(i) for i in between)
 
 
 def _rows_reordered(held: "np.ndarray", recorded: "np.ndarray") -> bool:
