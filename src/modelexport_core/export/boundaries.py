@@ -21,7 +21,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   among them too (positions a caller builds from sizes known at export, handed to a call), and what computed a
   value it took from the model's inputs alone, however early (a mask the root builds from the input's sizes
   before the caller began), and the one node holding an input of one number repeated that bounded the call
-  (zeros the caller built for token types nobody gave). A value a call took, met for the first time, is held
+  (zeros the caller built for token types nobody gave). A tensor a call took that equals one the model was given
+  but is another tensor (a mask cut to the sequence's length) was made before the call began, by the one node
+  holding it where one alone does, and so was what that node was computed from. A value a call took, met for the
+  first time, is held
   by the first node equal to it that is not inside a call that ended (other than that call's results): a
   tensor made inside an earlier call and not returned is no later call's input, so an equal value was computed
   again for it (a reshape the caller wrote of what an earlier child reshaped for itself). The same holds where
@@ -105,6 +108,11 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 module no call of which ran (a list of layers runs no code; a layer whose caller reads its weight without calling
 it computed nothing) goes to its nearest ancestor that ran, whichever rule gave it.
 
+Values settle no region holding a node that reads a weight (one that tells something) equal to a parameter or
+buffer of one module alone, off the call's line (neither within the called module nor among its callers): a call
+runs no other module's code (a result equal within rounding to a later layer's, where the exporter cancelled the
+node holding its own; :func:`call_regions` takes those owners from the strategy), and the call is not bounded.
+
 Only what the values settle is used. A value that tells nothing (a scalar, all one number) places no node,
 except an input of one number repeated that exactly one node of the file holds (a mask that masks nothing,
 built by the caller), and a result of one number repeated held by the first node holding it after the call began
@@ -183,7 +191,10 @@ into neither (:attr:`Boundaries.unplaced`; calls enclosing both still pull them 
   norm at its initial statistics). Not where more nodes do (the caller scaled the result by ones: which one the
   call ran is not settled), nor where such a node reads a value made before that the call did not take (a call
   computes from what it took, weights and constants: a norm folded into the layer before it runs no node, and a
-  residual add of a branch returning zeros holds its value).
+  residual add of a branch returning zeros holds its value). A cast to the type it has is not among those nodes: in
+  PyTorch it returns the very tensor it casts, never a new one (a softcap of small values cast to float first).
+  A node so placed is settled, not left open, where the values left it between a call enclosing that call and its
+  caller: the enclosing call made the call that ran it.
 
 But a node the region of a call made inside the call holds ran in the call, as does a node computed from such
 a node that the call's results were computed from: the inner call ran within it (a mask that masks nothing,
