@@ -844,10 +844,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     model_given = {key for event in events[:1] if event.begins for key, _ in event.values}  # the model's own inputs
 
     def reads_telling_weight(node: int) -> bool:
-        """Whether a node reads an initializer of many floats that tells something (not one number repeated: zeros
-        equal part of any bias, so they name no owner)."""
-        return any(sizes.get(name, 0) > 1 and (value := initializer_value(name)) is not None and informative(value)
-                   for name in graph.node[node].input if name)
+        """Whether a node reads an initializer that is a weight (:func:`weighs`) telling something (:func:`tells`;
+        not one number repeated: zeros equal part of any bias, so they name no owner)."""
+        return any(name in initializers and weighs(name) and tells(name) for name in graph.node[node].input if name)
     integer = {i for i, node in enumerate(graph.node)  # the nodes computing integers (sizes, indices, flags)
                if all(getattr(values.get(name), "dtype", None) is not None and values[name].dtype.kind in "iub"
                       for name in node.output if name)}
@@ -1701,12 +1700,11 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             unsure.update(chain[settled + 1:])
             continue
         if is_input(array):  # the model's input, or a node passing it on (a view of it) before the call
-            passed = [producer[name] for name in find(array)] if informative(array) else holding_one_number(array)
-            passed = [i for i in passed if i < first]
-            if key not in given and len(passed) == 1:  # not the very tensor the model was given but one equal to
-                sources.append(passed[0])  # it (a mask cut to the length of the sequence), which one node alone
-                continue  # holds: that node made it before the call began
-            passed = passed if informative(array) else []
+            passed = [i for name in find(array) if (i := producer[name]) < first] if informative(array) else []
+            held = passed if informative(array) else [i for i in holding_one_number(array) if i < first]
+            if key not in given and len(held) == 1:  # not the very tensor the model was given but one equal to it
+                sources.append(held[0])  # (a mask cut to the length of the sequence), which one node alone holds:
+                continue  # that node made it before the call began
             sources.extend(passed)
             unsure.update(passed)
             continue
