@@ -150,6 +150,27 @@ def test_a_computation_the_caller_reads_too_is_left_where_it_is():
     assert 0 not in hold_boundaries({0: "first", 1: "first", 2: ""}, boundaries, set(), {})
 
 
+def test_a_size_the_caller_reads_before_a_call_reading_it_again_is_the_callers():
+    """The caller computes a = relu(x) and reads its number of rows; first takes a and reshapes tanh(a) to that many
+    columns, and the caller reshapes first's result back to that many rows. The exporter merged the two reads into one, written
+    before anything first computed: a forward reads the sizes it needs as it begins, so the caller read it first."""
+    graph, values = _run([
+        helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Shape", ["a"], ["s"]), ints("first", [0]),
+        helper.make_node("Gather", ["s", "first"], ["n"]), helper.make_node("Tanh", ["a"], ["t"]), ints("rest", [-1]),
+        helper.make_node("Concat", ["rest", "n"], ["shape"], axis=0), helper.make_node("Reshape", ["t", "shape"], ["r"]),
+        helper.make_node("Concat", ["n", "rest"], ["shape2"], axis=0),
+        helper.make_node("Reshape", ["r", "shape2"], ["out"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "first", (("a", values["a"]),)),
+              Event(False, "first", (("r", values["r"]),)), Event(False, "", (("out", values["out"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert {1, 3} <= boundaries.loose
+    tagged = {0: "", 1: "first", 2: "first", 3: "first", 4: "first", 5: "first", 6: "first", 7: "first", 8: "",
+              9: ""}
+    moved = hold_boundaries(tagged, boundaries, constant_nodes(graph), {})
+    assert moved.get(1) == "" and moved.get(3) == ""
+    assert all(moved.get(i, "first") == "first" for i in (4, 6, 7))
+
+
 def test_a_value_computed_from_weights_the_call_read_and_read_after_it_too_stays_in_the_call():
     """first multiplies x by its weights and returns tanh of the product; the caller reads the product as well (its
     own layout change cancelled one inside first, so the exporter hands it the value from before): no code before
@@ -306,14 +327,34 @@ def test_a_node_holding_an_earlier_calls_result_holds_no_later_calls_result():
     assert "second" not in boundaries.unbounded and 4 in regions["second"].nodes
 
 
-def test_a_new_tensor_equal_to_a_result_of_a_call_it_made_bounds_nothing():
+def test_a_new_tensor_equal_to_a_result_of_a_call_it_made_is_made_by_the_first_node_computing_it_from_that():
     """outer calls inner (relu) and returns a new tensor equal to inner's result, computed after it (zeros made
-    from x added): which node holds outer's result is not settled."""
+    from x added, as a mask of ones multiplied in): outer's code made it from inner's result, so the first node
+    computing it from that result, not passing it on, holds outer's result, and the caller's later equal
+    computation (another zero added) is not outer's."""
     graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sub", ["x", "x"], ["z"]),
-                          helper.make_node("Add", ["a", "z"], ["b"])], X)
-    events = [Event(True, "outer", (("x", X),)), Event(True, "outer.inner", (("x", X),)),
-              Event(False, "outer.inner", (("a", values["a"]),)), Event(False, "outer", (("b", values["b"]),))]
-    assert "outer" in call_regions(graph, values, events, [X]).unbounded
+                          helper.make_node("Add", ["a", "z"], ["b"]), helper.make_node("Add", ["b", "z"], ["c"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "outer", (("x", X),)), Event(True, "outer.inner", (("x", X),)),
+              Event(False, "outer.inner", (("a", values["a"]),)), Event(False, "outer", (("b", values["b"]),)),
+              Event(False, "", (("c", values["c"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "outer" not in boundaries.unbounded
+    assert [region.nodes for region in boundaries.regions if region.module == "outer"] == [{0, 1, 2}]
+
+
+def test_a_tensor_a_folded_call_made_leaves_the_callers_equal_value_out_of_its_caller():
+    """outer calls inner (relu), then norm, which returns a new tensor equal to what it took (a norm at its initial
+    statistics the exporter folded: no node of its own), and returns that; the caller adds zeros made from x. The
+    caller's add is the first node computing outer's value from inner's result, but norm made outer's result
+    without a node: it is not outer's."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sub", ["x", "x"], ["z"]),
+                          helper.make_node("Add", ["a", "z"], ["c"])], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "outer", (("x", X),)), Event(True, "outer.inner", (("x", X),)),
+              Event(False, "outer.inner", (("a", values["a"]),)), Event(True, "outer.norm", (("a", values["a"]),)),
+              Event(False, "outer.norm", (("b", values["a"].copy()),)), Event(False, "outer", (("b", values["a"]),)),
+              Event(False, "", (("c", values["c"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert not any(2 in region.nodes for region in boundaries.regions if region.module == "outer")
 
 
 def test_a_value_a_call_returned_as_it_took_it_stays_with_the_call_that_made_it():

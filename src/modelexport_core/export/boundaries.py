@@ -144,7 +144,10 @@ first on or is computed from it (a later call's value, as a block scaled near ze
 after it ended returned as many other tensors equal to it as there are later values computed apart from the first
 (those calls ran after it, and exporters write nodes in the order they ran: a norm onto the unit sphere called
 again on what it returned, or on the same value twice), and the first is no result of a call it made (a norm at
-its initial statistics returns a new tensor equal to its child's result);
+its initial statistics returns a new tensor equal to its child's result) - but where it is and every later one is
+computed from it, the call made its result from its child's after that call returned, and the first later one not
+passing the child's result on holds it (a mask of ones multiplied into a child's result), unless a call it made
+returned a new tensor equal to what it took (a norm folded into the layer before it made a tensor no node holds);
 where a result equals a value the call took (unless a node written after that value holds the result
 :data:`DECISIVE` times nearer than the value's node does, or a node equal to it holds the result of a call it made
 or is computed from one: the call computed a value of its own, as a norm at its initial statistics does, or a
@@ -208,6 +211,11 @@ of a module every call of which took a value they computed, :attr:`Boundaries.ra
 - integer arithmetic written before the call began that the call read other than through its inputs (an
   exporter moves size computations up, merged with an earlier equal one), but for sizes of a value a caller took
   that the caller's region holds (every reader within its call): a call reads its own input's sizes.
+
+Of the first kind, the sizes written before every node the call kept did run before the call began
+(:attr:`Boundaries.ran_before`), unless the call returned a size: a forward reads the sizes it needs as it begins,
+before the calls it makes, so where a caller and a call read one size of one tensor, the caller's read came first
+and the exporter merged the call's into it.
 
 Where the values are copies the file wrote for each reader, which one a call took is not known, but one written
 before the last call result found before the call began ran before it, with what computed it, and one computed
@@ -887,6 +895,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     # what calls took and returned equal new tensors of (the tensor taken, the one returned), and whether the call
     # made no call
     equal_after: list[tuple[Hashable, Hashable, "np.ndarray", str, bool]] = []
+    remade_at: list[int] = []  # the end events of calls returning a new tensor equal to one they took
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
     began_at: dict[int, int] = {}  # each end event's position: the position of its call's beginning
     feeding_results: dict[str, set[int]] = {}
@@ -988,6 +997,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             # a scale of ones): the returning call's, or its caller's; where no node is known to hold what the call
             # took yet, a later call may tell
             made_none = began_at[position] == position - 1  # no call began inside it
+            if any(key != given_key for key, given_key in returned):
+                remade_at.append(position)
             equal_after.extend((given_key, key, array, event.module, made_none) for key, given_key in returned
                                if key != given_key for taken, array in inputs if taken == given_key)
             continue
@@ -1000,7 +1011,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         ended_inside, returned_later(position), folded, reads_beside,
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
-                        model_given)
+                        model_given, any(at > began_at[position] for at in remade_at))
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1227,9 +1238,18 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         reading_weights = nodes & weighted
         own = reading_weights | computed_from(reading_weights, nodes)
         kept = _kept_inside(nodes, results, readers, producer, graph, own)
-        loose |= nodes - kept - doubtful
+        shared = nodes - kept - doubtful
+        loose |= shared
         moved_up |= early
         kept -= doubtful
+        # of those, the sizes written before every node the call kept ran before it began: an exporter writes nodes
+        # in the order they ran and merges a later equal read into the first, and a forward reads the sizes it
+        # needs as it begins, before the calls it makes, so a caller's read of a size it shares with a call came
+        # first (a caller reading a size of what it hands the call, the call reading it again). Not in a call
+        # returning a size: the size read outside may be the one it returned
+        if kept and shared and event.module not in sized:
+            first_kept = min(kept)
+            ran_before |= {i for i in shared if i < first_kept and i in integer}
         # a node passing a result on unchanged may be the call's last (a zero added): so may the values it computed
         # from beside the result (not sizes, read where they are used), after the call began and from nothing it
         # took, and what they were computed from
@@ -1618,7 +1638,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            folded: Callable[["np.ndarray"], bool] = lambda array: False,
            reads_beside: Callable[[int, int], bool] = lambda later, earlier: False,
            sized_beside: Callable[[int, int, set[int]], bool] = lambda later, earlier, taken: False,
-           given: "set[Hashable] | frozenset[Hashable]" = frozenset(),
+           given: "set[Hashable] | frozenset[Hashable]" = frozenset(), remade_inside: bool = False,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1634,7 +1654,13 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     from it (a later call's value, as a block scaled near zero returns), or where ``returned_later`` (how many
     other tensors equal to a result the calls begun after this one ended returned) counts at least as many as
     the others not computed from it, and where it is no result of a call made inside (a norm at its initial
-    statistics returns a new tensor equal to its child's result); else the call is not bounded. ``inside_ended``: the nodes inside calls that ended (not their results); an input is
+    statistics returns a new tensor equal to its child's result); else the call is not bounded. But where the first
+    is such a result and every other is computed from it, the call's own code made its result from that one after
+    the inner call returned: the first of the others not passing the inner result on holds it (a mask of ones
+    multiplied into a child's result), and the nodes passing the inner result on before it are unsure; not where
+    a call it made returned a new tensor equal to what it took (``remade_inside``: a norm at its initial
+    statistics, folded by the exporter into the layer before it, made one that no node of its own holds).
+    ``inside_ended``: the nodes inside calls that ended (not their results); an input is
     held by none of them where another node holds it (a tensor an earlier call made and did not return is no
     later call's input: an equal value was computed again for it); nor, where the nodes holding it are not one
     value run on, is a tensor met for the first time held by a node holding a tensor met before (a slice of a
@@ -1777,6 +1803,16 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             chain.append(node)
         others = [i for i in candidates[1:] if i not in chain]
         apart = [i for i in others if not descends(i, candidates[0])]
+        if others and candidates[0] in claimed and not apart and not remade_inside:
+            # the first holds a result of a call this one made, and the call returned another tensor, equal to it:
+            # its own code made that one after the inner call returned, computed from it (a mask of ones applied to
+            # a child's result); the first node computing it that does not pass the inner result on made it
+            unsure.update(i for i in chain if i < others[0])
+            mine.append(others[0])
+            known[key] = others[0]
+            results.append(others[0])
+            runs_on[key] = []
+            continue
         if others and (candidates[0] in claimed or apart and returned_later(key, array) < len(apart)):
             return None  # equal to values the call may have returned, none computed from the first: not settled
         mine.extend([candidates[0], *chain])
