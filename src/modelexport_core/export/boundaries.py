@@ -212,10 +212,10 @@ of a module every call of which took a value they computed, :attr:`Boundaries.ra
   exporter moves size computations up, merged with an earlier equal one), but for sizes of a value a caller took
   that the caller's region holds (every reader within its call): a call reads its own input's sizes.
 
-Of the first kind, the sizes written before every node the call kept did run before the call began
-(:attr:`Boundaries.ran_before`), unless the call returned a size: a forward reads the sizes it needs as it begins,
-before the calls it makes, so where a caller and a call read one size of one tensor, the caller's read came first
-and the exporter merged the call's into it.
+Of the first kind, the integer arithmetic (sizes) written before every node the call kept did run before the call
+began (:attr:`Boundaries.ran_before`), unless the call returned a size: a forward reads the sizes it needs as it
+begins, before the calls it makes, so where a caller and a call read one size of one tensor, the caller's read came
+first and the exporter merged the call's into it.
 
 Where the values are copies the file wrote for each reader, which one a call took is not known, but one written
 before the last call result found before the call began ran before it, with what computed it, and one computed
@@ -1242,10 +1242,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         loose |= shared
         moved_up |= early
         kept -= doubtful
-        # of those, the sizes written before every node the call kept ran before it began: an exporter writes nodes
-        # in the order they ran and merges a later equal read into the first, and a forward reads the sizes it
-        # needs as it begins, before the calls it makes, so a caller's read of a size it shares with a call came
-        # first (a caller reading a size of what it hands the call, the call reading it again). Not in a call
+        # of those, the integers (sizes) written before every node the call kept ran before it began: an exporter
+        # writes nodes in the order they ran and merges a later equal read into the first, and a forward reads the
+        # sizes it needs as it begins, before the calls it makes, so a caller's read of a size it shares with a call
+        # came first (a caller reading a size of what it hands the call, the call reading it again). Not in a call
         # returning a size: the size read outside may be the one it returned
         if kept and shared and event.module not in sized:
             first_kept = min(kept)
