@@ -895,7 +895,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     # what calls took and returned equal new tensors of (the tensor taken, the one returned), and whether the call
     # made no call
     equal_after: list[tuple[Hashable, Hashable, "np.ndarray", str, bool]] = []
-    remade_at: list[int] = []  # the end events of calls returning a new tensor equal to one they took
+    remade_at: list[int] = []  # the end events of calls returning a new tensor equal to one they took, in order
     ended: str | None = None  # the module whose call ended at the last event, where it was an end
     began_at: dict[int, int] = {}  # each end event's position: the position of its call's beginning
     feeding_results: dict[str, set[int]] = {}
@@ -1011,7 +1011,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         ended_inside, returned_later(position), folded, reads_beside,
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
-                        model_given, any(at > began_at[position] for at in remade_at))
+                        model_given, bool(remade_at) and remade_at[-1] > began_at[position])
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
