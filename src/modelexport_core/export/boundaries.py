@@ -1004,8 +1004,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             continue
         holding = set(known.values()) if fresh else set()  # the nodes holding tensors met before (for fresh ones)
         bounding = tuple(value for value in results_of if value[0] not in made_before)
-        if owned:
-            saved_known, saved_runs, saved_claims = dict(known), dict(runs_on), dict(claimed)
+        undo = _undo_point([key for key, _ in (*bounding, *inputs)], known, runs_on, claimed) if owned else None
         region = _bound(bounding, inputs, (start, cursor), known, runs_on, find, producer, is_input, passes_through,
                         holding_one_number, copies, (claimed, mark), descends, descends_telling_nothing,
                         ended_inside, returned_later(position), folded, reads_beside,
@@ -1020,14 +1019,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 and len(holders := [producer[name] for name in find(array)]) == 1
                 and holders[0] not in holding and holders[0] not in data_free)
         untold = [array for key, array in results_of if key not in known and not informative(array)]
-        if region is not None and owned and _runs_anothers_weights(region, event.module, owned, ancestors, start,
-                                                                   reads_telling_weight):
-            known.clear()  # what it settled on the way is undone with it
-            known.update(saved_known)
-            runs_on.clear()
-            runs_on.update(saved_runs)
-            claimed.clear()
-            claimed.update(saved_claims)
+        if region is not None and undo is not None and owned is not None \
+                and _runs_anothers_weights(region, event.module, owned, ancestors, start, reads_telling_weight):
+            undo()  # what it settled on the way is undone with it
             region = None
         if region is None:
             unbounded.add(event.module)
@@ -1834,6 +1828,30 @@ def _runs_anothers_weights(region: tuple[list[int], list[int], set[int]], module
     between = ancestors(results, start) - ancestors(sources, start)
     return any((owner := owned.get(i)) is not None and not is_ancestor(owner, module) and not is_ancestor(module, owner)
                and telling(i) for i in between)
+
+
+def _undo_point(keys: list[Hashable], known: dict[Hashable, int], runs_on: dict[Hashable, list[int]],
+                claimed: dict[int, int]) -> Callable[[], None]:
+    """What puts back the maps :func:`_bound` changes for one call: it sets ``known`` and ``runs_on`` only at the
+    tensors the call took and returned (``keys``), and only adds to ``claimed``, each node with the count of claims
+    before it, so those entries and the count now are all an undo needs (not a copy of every map)."""
+    prior = [(key, known.get(key), runs_on.get(key)) for key in keys]
+    count = len(claimed)
+
+    def undo() -> None:
+        for key, node, chain in reversed(prior):
+            if node is None:
+                known.pop(key, None)
+            else:
+                known[key] = node
+            if chain is None:
+                runs_on.pop(key, None)
+            else:
+                runs_on[key] = chain
+        for node in [node for node, at in claimed.items() if at >= count]:
+            del claimed[node]
+
+    return undo
 
 
 def _rows_reordered(held: "np.ndarray", recorded: "np.ndarray") -> bool:
