@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from modelexport_core.errors import AllStrategiesFailedError, ModelExportError, first_line
-from modelexport_core.format.signals import Stopped, stop_on_signals
+from modelexport_core.format.signals import Stopped, stop_if_signalled, stop_on_signals
 from modelexport_core.format.work_folder import StaleWorkFolderWarning, close_open_work_folders
 from modelexport_core.plugin.discovery import PluginLoadWarning
 
@@ -76,7 +76,11 @@ def _user_errors(verbose: bool = False) -> Iterator[None]:
         warnings.simplefilter("always", PluginLoadWarning)
         warnings.simplefilter("always", StaleWorkFolderWarning)
         try:
-            yield
+            try:
+                yield
+            except Exception:
+                stop_if_signalled()  # an error a stop signal caused (raised within library code) is the stop
+                raise
         except Stopped as stop:
             _flush_warnings(caught)
             close_open_work_folders()

@@ -9,11 +9,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
 
 from modelexport_core.cli import app
+from modelexport_core.export.fallback import first_success
 from modelexport_core.format.signals import Stopped, deferred_signals, stop_on_signals
 from modelexport_core.format.work_folder import (
     OWNER_FILE,
@@ -33,11 +35,16 @@ def _work_folders(folder: Path) -> list[Path]:
 
 
 def _start_export(output: Path) -> subprocess.Popen:
-    # SIGINT as a terminal would deliver it, even if this test runs as a background job that ignores it
+    # SIGINT as a terminal and SIGTERM as a service manager would deliver them, even if this test runs under a
+    # parent that ignores them (a background job ignores SIGINT; a CI runner may ignore SIGTERM, and a child
+    # inherits that: the export then rightly keeps ignoring it)
     # a model whose every run takes seconds: the export is still running when the signal comes
+    def default_handlers() -> None:
+        for each in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(each, signal.SIG_DFL)
+
     return subprocess.Popen([CLI, "export", f"{SLOW_MODEL}:build", str(output)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_handlers)
 
 
 def _wait_for_work_folder(process: subprocess.Popen, folder: Path, timeout: float = 240) -> Path:
@@ -139,3 +146,60 @@ def test_a_signal_while_files_move_into_place_takes_effect_after(tmp_path):
             moved.append("all")
     assert moved == ["all"] and stopped.value.exit_code == 143
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def _swallowing(stop: Stopped) -> None:
+    raise RuntimeError(f"native code reporting {stop}")  # what a library calling back into Python may make of it
+
+
+def test_a_stop_turned_into_another_error_by_a_strategy_stops_the_chain():
+    tried = []
+
+    def step(info: str) -> str:
+        tried.append(info)
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+        except Stopped as stop:
+            _swallowing(stop)
+        return info
+
+    with pytest.raises(Stopped) as stopped, stop_on_signals():
+        first_success([SimpleNamespace(name="first"), SimpleNamespace(name="second")],
+                      lambda info: step(info.name), [])
+    assert tried == ["first"] and stopped.value.exit_code == 143
+
+
+def test_a_stop_an_earlier_step_swallowed_keeps_the_files_from_moving_into_place():
+    moved = []
+    with pytest.raises(Stopped), stop_on_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+        except Stopped:
+            pass  # an exception raised in a finalizer is printed, not raised
+        with deferred_signals():
+            moved.append("all")
+    assert moved == []
+
+
+def test_a_new_block_forgets_the_last_ones_stop():
+    with pytest.raises(Stopped), stop_on_signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.1)
+    with stop_on_signals(), deferred_signals():
+        pass
+
+
+class _Finalized:
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.1)  # the stop is raised here, where Python can only print it
+
+
+def test_a_stop_raised_in_a_finalizer_prints_nothing_and_still_stops(capsys):
+    with pytest.raises(Stopped), stop_on_signals():
+        _Finalized()
+        with deferred_signals():
+            pass
+    assert capsys.readouterr().err == ""

@@ -15,6 +15,7 @@ from typing import Callable, Generic, Iterable, TypeVar
 
 from modelexport_core.errors import AllStrategiesFailedError, ModelExportError, VerificationError, first_line, full_text
 from modelexport_core.format.sidecar import Attempt
+from modelexport_core.format.signals import stop_if_signalled
 from modelexport_core.plugin.discovery import StrategyInfo
 from modelexport_core.plugin.strategy import StrategyFailed, StrategyUnavailable
 
@@ -93,6 +94,7 @@ def run_attempt(
     except stop_on:
         raise
     except Exception as error:  # every failure of a strategy is an attempt's reason, never the end of the chain
+        stop_if_signalled()  # but a failure a stop signal caused is the stop
         return AttemptResult(failed_attempt(name, error, round(time.perf_counter() - started, 3)))
     seconds = round(time.perf_counter() - started, 3)
     return AttemptResult(Attempt(name, "ok", seconds=seconds, max_abs_diff=measured(value)), value)

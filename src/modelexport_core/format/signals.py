@@ -7,6 +7,7 @@ that must not be cut in half (``deferred_signals``: moving the finished files in
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from types import FrameType
@@ -16,6 +17,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 _deferring = 0
 _pending: list[int] = []
+_received: list[int] = []  # the stop signal received within ``stop_on_signals``, even where its exception was lost
 
 
 class Stopped(BaseException):
@@ -34,6 +36,7 @@ class Stopped(BaseException):
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
     # one stop is enough: later signals must not cut the clean-up short
+    _received[:] = [signum]
     for each in STOP_SIGNALS:
         if signal.getsignal(each) is _on_signal:
             signal.signal(each, signal.SIG_IGN)
@@ -50,22 +53,42 @@ def stop_on_signals() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield
         return
+    _received.clear()
     previous = {each: signal.getsignal(each) for each in STOP_SIGNALS}
+    unraisable = sys.unraisablehook
+
+    def quiet_stop(lost: "sys.UnraisableHookArgs") -> None:
+        # a stop raised where Python can only print it (a finalizer): ``_received`` keeps it, so no traceback
+        if not isinstance(lost.exc_value, Stopped):
+            unraisable(lost)
+
     for each, handler in previous.items():
         if handler is not signal.SIG_IGN:
             signal.signal(each, _on_signal)
+    sys.unraisablehook = quiet_stop
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable
         for each, handler in previous.items():
             if handler is not None:
                 signal.signal(each, handler)
 
 
+def stop_if_signalled() -> None:
+    """Raise ``Stopped`` where a stop signal came and its exception was lost on the way: code run as the signal
+    came may swallow it (an exception raised in a finalizer is only printed) or turn it into another error (a
+    library's native code calling back into Python), and an export must not go on as if it had not come."""
+    if _received and not _deferring:
+        raise Stopped(_received[0])
+
+
 @contextmanager
 def deferred_signals() -> Iterator[None]:
-    """A stop signal that arrives within the block takes effect at its end."""
+    """A stop signal that arrives within the block takes effect at its end; one that came before it, at its
+    start (the step it guards is not begun)."""
     global _deferring
+    stop_if_signalled()
     _deferring += 1
     try:
         yield
