@@ -278,8 +278,10 @@ class Event:
     module: str
     values: tuple[Value, ...]
     numbers: tuple[float, ...] = ()
-    """The numbers the call took that are not tensors (sizes read from a tensor, when exported, are nodes of
-    the file whose values the hooks do not see)."""
+    """The numbers the call took that are not tensors and that a node of the file may have computed (sizes read
+    from a tensor, when exported, are nodes of the file whose values the hooks do not see). None where the
+    calls were recorded under the TorchScript exporter's trace: there such sizes are tensors, and a number
+    that is not one is a constant of the trace (:func:`recording_calls`)."""
 
 
 @dataclass
@@ -426,7 +428,8 @@ def recording_calls(model: "torch.nn.Module") -> Iterator[list[Event]]:
     a new version); each tensor version is copied once, however many calls take or return it (a caller's input is
     most often its first child's too), and no tensor is kept alive for it: an object that died and one that took its
     identity get different keys. Under the TorchScript exporter's trace, the copies are made with tracing off: the
-    values are the ones the file is made from, and the trace records nothing of the copying."""
+    values are the ones the file is made from, and the trace records nothing of the copying; the numbers a call
+    took that are not tensors are left out of its event there (constants of the trace: ``Event.numbers``)."""
     import weakref
 
     import torch
@@ -458,10 +461,16 @@ def recording_calls(model: "torch.nn.Module") -> Iterator[list[Event]]:
                 torch._C._set_tracing_state(tracing)  # type: ignore[attr-defined]
         return tuple(recorded)
 
+    def numbers(found: Any) -> tuple[float, ...]:
+        # under the TorchScript exporter's trace a size read of a tensor is a tensor; a number that is not one is
+        # a constant of the trace, which no node of the file computes (a value fixed in the code, or a size made
+        # a plain number: the file holds it as a constant)
+        return () if torch._C._get_tracing_state() is not None else tuple(_numbers_in(found))
+
     handles = []
     for qualname, module in model.named_modules():
         def begin(_: object, args: tuple, kwargs: dict, name: str = qualname) -> None:
-            events.append(Event(True, name, values((args, kwargs)), tuple(_numbers_in((args, kwargs)))))
+            events.append(Event(True, name, values((args, kwargs)), numbers((args, kwargs))))
 
         def end(_: object, args: tuple, kwargs: dict, output: object, name: str = qualname) -> None:
             events.append(Event(False, name, values(output)))
