@@ -759,6 +759,36 @@ def test_calls_recorded_under_the_exporters_trace_are_the_eager_calls_and_leave_
     assert [(n.op_type, list(n.input)) for n in recorded.node] == [(n.op_type, list(n.input)) for n in plain.node]
 
 
+@pytest.mark.filterwarnings("ignore")
+def test_a_number_a_call_takes_is_recorded_where_a_node_may_compute_it(tmp_path):
+    """In an eager run every number a call takes may be a size its caller read (a node of the file); under the
+    TorchScript exporter's trace sizes are tensors, and a plain number is a constant of the trace: not recorded."""
+    import torch
+
+    from modelexport_core.export.boundaries import record_calls, recording_calls
+
+    class Cut(torch.nn.Module):
+        def forward(self, x: torch.Tensor, size: int, length: "int | torch.Tensor") -> torch.Tensor:
+            return x.reshape(-1, size, x.shape[-1]) * length
+
+    class Caller(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cut = Cut()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.cut(x, 2, x.shape[1])
+
+    model = Caller().eval()
+    x = torch.randn(2, 4, 3)
+    eager = record_calls(model, lambda: model(x))
+    with recording_calls(model) as traced:
+        torch.onnx.export(model, (x,), str(tmp_path / "cut.onnx"), dynamo=False)
+    assert [e.numbers for e in eager if e.begins] == [(), (2, 4)]
+    assert [e.numbers for e in traced if e.begins] == [(), ()]
+    assert [len(e.values) for e in traced if e.begins] == [1, 2]  # the size read, as a tensor of one integer
+
+
 def test_a_constant_computed_in_steps_is_made_for_the_node_its_last_step_serves():
     """Pads computed from a constant in two constant steps serve the Pad reading the input: every step goes
     where that Pad goes."""

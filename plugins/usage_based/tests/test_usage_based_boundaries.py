@@ -218,6 +218,45 @@ class LayoutNet(nn.Module):
         return self.blocks(self.embed(x))
 
 
+class Partition(nn.Module):
+    """Cuts its input into windows of ``size`` positions; reads its input's sizes itself."""
+
+    def forward(self, x, size: int):
+        batch, length, width = x.shape
+        return x.reshape(batch, length // size, size, width).reshape(batch * (length // size), size, width)
+
+
+class Departition(nn.Module):
+    def forward(self, x, length: int):
+        windows, size, width = x.shape
+        return x.reshape(windows * size // length, length, width)
+
+
+class WindowedBlock(nn.Module):
+    """Hands its window size to the calls cutting and joining windows as a number fixed in the code."""
+
+    def __init__(self, width: int = 8, window: int = 2):
+        super().__init__()
+        self.window = window
+        self.partition = Partition()
+        self.proj = nn.Linear(width, width)
+        self.departition = Departition()
+
+    def forward(self, x):
+        windows = self.partition(x, self.window)
+        return x + self.departition(self.proj(windows).softmax(1), 6)
+
+
+class WindowedNet(nn.Module):
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.embed = nn.Linear(4, width)
+        self.blocks = nn.Sequential(WindowedBlock(width), WindowedBlock(width))
+
+    def forward(self, x):
+        return self.blocks(self.embed(x))
+
+
 CASES = {
     "pooling_mixer": (PoolingNet, lambda: {"x": torch.randn(2, 3, 16, 16)}),
     "residual_wrapper": (ResidualMixer, lambda: {"x": torch.randn(2, 3, 16, 16)}),
@@ -266,3 +305,17 @@ def test_a_tensor_a_child_takes_right_after_its_caller_began_was_made_by_the_cal
     own = [node for node, module in measured.reference.items() if module == "blocks.0"]
     assert own and {measured.result.node_modules[node] for node in own} == {"blocks.0"}, measured.report()
     assert not measured.contaminated
+
+
+def test_a_number_fixed_in_the_code_equal_to_a_size_a_call_reads_leaves_the_read_in_the_call(tmp_path):
+    """Each block hands its window size (2) to the call cutting windows, which reads its input's sizes: the batch
+    read there is 2 too (the call joining windows is handed a length fixed in the code). Under the TorchScript exporter's trace a size is a tensor and a plain number a constant
+    of the trace, so no node of the file computed the number handed over: the read is the call's own."""
+    cases = {"windows": (WindowedNet, lambda: {"x": torch.randn(2, 6, 4)})}
+    measured = measure_case(cases, "windows", tmp_path, exporter="torchscript")
+    assert measured.result.exporter == "torchscript"
+    ops = dict(zip(measured.node_keys, (node.op_type for node in measured.onnx_model.graph.node)))
+    reads = [node for node, module in measured.reference.items()
+             if module and module.endswith(".partition") and ops[node] in ("Shape", "Gather")]
+    assert reads, measured.report()
+    assert_every_recorded_node(measured)
