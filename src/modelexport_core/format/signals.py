@@ -69,6 +69,7 @@ def stop_on_signals() -> Iterator[None]:
     try:
         yield
     finally:
+        _received.clear()  # outside the block no stop is pending (a library call after a stopped command)
         sys.unraisablehook = unraisable
         for each, handler in previous.items():
             if handler is not None:
