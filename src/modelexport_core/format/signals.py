@@ -16,7 +16,6 @@ from typing import Iterator
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 _deferring = 0
-_pending: list[int] = []
 _received: list[int] = []  # the stop signal received within ``stop_on_signals``, even where its exception was lost
 
 
@@ -40,10 +39,8 @@ def _on_signal(signum: int, _frame: FrameType | None) -> None:
     for each in STOP_SIGNALS:
         if signal.getsignal(each) is _on_signal:
             signal.signal(each, signal.SIG_IGN)
-    if _deferring:
-        _pending.append(signum)
-        return
-    raise Stopped(signum)
+    if not _deferring:  # within ``deferred_signals`` it takes effect at the block's end (``_received``)
+        raise Stopped(signum)
 
 
 @contextmanager
@@ -95,7 +92,4 @@ def deferred_signals() -> Iterator[None]:
         yield
     finally:
         _deferring -= 1
-    if not _deferring and _pending:
-        signum = _pending.pop()
-        _pending.clear()
-        raise Stopped(signum)
+    stop_if_signalled()
