@@ -825,6 +825,17 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         looked_up[id(array)] = (array, found)
         return list(found)
 
+    def since(key: Hashable, holders: list[int]) -> list[int]:
+        """Of the nodes holding a tensor a call took (in graph order), those that can: a tensor an earlier call
+        returned, not one it took, was computed after that call began, so where that call ran nodes (the calls it
+        made hold nodes of the file) no node written before it began (at or before the last call result found then)
+        holds it, however equal its value (a layer at its initial weights returning what it took, changed by less
+        than two runtimes' rounding, to the next layer). A call that ran no node may have been folded into the
+        nodes around it: then an equal value written before serves. Nodes computed from constants alone are exempt
+        (the exporter writes them anywhere)."""
+        began = made_since.get(key)
+        return holders if began is None else [i for i in holders if i > began or i in data_free]
+
     def apart_from_what_it_took(array: "np.ndarray", given_key: Hashable, mark: int) -> bool:
         """Whether a result equal to a value the call took within rounding is a value the call computed of its own
         (a norm at its initial statistics, a block adding a branch scaled near zero), written after it began: a
@@ -889,6 +900,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     calls_before: list[tuple[str, set[int]]] = []  # each call's module, with the nodes that ran before it began
     seen: set[Hashable] = set()  # the tensors some call took or returned so far
     returned_by: dict[Hashable, str] = {}  # each tensor a call returned: the module of the first call returning it
+    made_since: dict[Hashable, int] = {}  # each tensor a call running nodes returned (not one it took): where it began
     between: dict[int, tuple[str, str]] = {}
     carried: set[int] = set()
     timed: set[int] = set()
@@ -979,6 +991,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                  for key, array in inputs
                  if key in known or informative(array) and not is_input(array)
                  and (holders := [producer[name] for name in find(array)])
+                 and len(since(key, holders)) == len(holders)  # (else the values do not say which node held it)
                  and (not copies(holders) or min(holders) <= start)]
         # (so did what computed a value it took from the model's inputs alone, a mask or positions, however early)
         ran_before = computed_before(taken, begun[-1][0] if begun else -1)
@@ -996,6 +1009,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                        if key in returned_by and key not in known and not informative(array)}
         for key, _ in results_of:
             returned_by.setdefault(key, event.module)
+            if len(claimed) > mark:  # (a call that ran nodes: the calls it made were found in the file)
+                made_since.setdefault(key, start)
         if returned and (len(handed_back) < len(returned) or not results_of):
             # a result equal to what the call took: not bounded; where it is a new tensor, which of
             unbounded.add(event.module)  # two calls a node passing it on ran in is not settled
@@ -1019,7 +1034,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         ended_inside, returned_later(position), folded, reads_beside,
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
-                        model_given, bool(remade_at) and remade_at[-1] > began_at[position])
+                        model_given, bool(remade_at) and remade_at[-1] > began_at[position], since)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1642,6 +1657,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            reads_beside: Callable[[int, int], bool] = lambda later, earlier: False,
            sized_beside: Callable[[int, int, set[int]], bool] = lambda later, earlier, taken: False,
            given: "set[Hashable] | frozenset[Hashable]" = frozenset(), remade_inside: bool = False,
+           since: Callable[[Hashable, list[int]], list[int]] = lambda key, holders: holders,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1677,7 +1693,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     nodes holding what the call took): a call given no numbers reads no size of a tensor it was not handed (the
     caller's windows of a padded layer input, cut by the sizes of that input before it was padded). ``given``: the
     tensors the model itself was given; a tensor equal to one of them that is another one was made before the call
-    took it, where one node alone holds it.
+    took it, where one node alone holds it. ``since``: of the nodes holding a tensor it took, those that can (a
+    tensor an earlier call returned is held by no node written before that call began): where a node equal to it
+    cannot, the values do not say which node holds it, so the call is not bounded.
     """
     start, inner = span
     claimed, mark = claims
@@ -1739,6 +1757,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             continue
         if informative(array):
             found = [producer[name] for name in find(array)]
+            if len(since(key, found)) < len(found):
+                return None  # equal to a value written before it was made: which node (if any) holds it is not told
             if not found and (array.dtype.kind in "iu" or folded(array)):
                 continue  # integers compare exactly: no node holds it (folded into its readers), so it places none;
                 # nor does one the exporter computed from constants and wrote as an initializer
