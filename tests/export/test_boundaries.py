@@ -2558,3 +2558,29 @@ def test_a_tensor_equal_to_a_model_input_that_is_another_tensor_was_made_before_
     tags = {0: "", 1: "", 2: "", 3: "", 4: "", 5: "", 6: "", 7: "", 8: "conv"}
     moved = hold_boundaries(tags, boundaries, constant_nodes(graph), made_for_readers(graph, constant_nodes(graph)))
     assert moved == {6: "conv", 7: "conv"}
+
+
+def test_a_tensor_a_call_running_nodes_returned_is_not_held_by_a_node_written_before_it_began():
+    """embed returns tanh(x); block0 transposes it, hands it to inner (which scales it by its weights) and returns
+    the transpose back of what it took plus inner's result scaled by 1e-6: equal to what embed returned within
+    rounding, and held by no node (the exporter cancelled the two transposes, as block1's, which takes it and
+    returns sin of it). block0 ran nodes, so the tensor it returned was made after it began: the node holding
+    embed's result does not hold it, block1's call is not bounded by it, and block0's scaling and sum stay
+    block0's (not the next layer's)."""
+    weights = {"w": np.array([[0.7], [-1.3], [0.4]], np.float32), "small": np.array([1e-6], np.float32)}
+    nodes = [helper.make_node("Tanh", ["x"], ["e"]), helper.make_node("Transpose", ["e"], ["et"]),
+             helper.make_node("Mul", ["et", "w"], ["c"]), helper.make_node("Mul", ["c", "small"], ["s"]),
+             helper.make_node("Add", ["et", "s"], ["a"]), helper.make_node("Sin", ["a"], ["b"]),
+             helper.make_node("Transpose", ["b"], ["r"])]
+    graph, values = _run(nodes, X, weights)
+    returned = values["a"].T.copy()
+    events = [Event(True, "embed", (("x", X),)), Event(False, "embed", (("e", values["e"]),)),
+              Event(True, "block0", (("e", values["e"]),)),
+              Event(True, "block0.inner", (("et", values["et"]),)), Event(False, "block0.inner", (("c", values["c"]),)),
+              Event(False, "block0", (("a.T", returned),)),
+              Event(True, "block1", (("a.T", returned),)), Event(False, "block1", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert all(region.module != "block1" for region in boundaries.regions)
+    tags = {0: "embed", 1: "block0", 2: "block0.inner", 3: "block0", 4: "block0", 5: "block1", 6: "block1"}
+    moved = hold_boundaries(tags, boundaries, constant_nodes(graph), {})
+    assert not any(moved.get(i, tags[i]).startswith("block1") for i in range(5))

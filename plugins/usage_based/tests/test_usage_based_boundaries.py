@@ -319,3 +319,60 @@ def test_a_number_fixed_in_the_code_equal_to_a_size_a_call_reads_leaves_the_read
              if module and module.endswith(".partition") and ops[node] in ("Shape", "Gather")]
     assert reads, measured.report()
     assert_every_recorded_node(measured)
+
+
+class ScaledMixer(nn.Module):
+    """Adds its depthwise convolution's output scaled by a layer scale at its initial value (1e-7): it returns what
+    it took changed by less than two runtimes' rounding."""
+
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, (1, 3), padding=(0, 1), groups=channels)
+        self.layer_scale = nn.Parameter(1e-7 * torch.ones(channels, 1, 1))
+
+    def forward(self, x):
+        return x + self.layer_scale * self.conv(x)
+
+
+class ScaledLayer(nn.Module):
+    """A sequence layer computing on an image layout: transposed and unsqueezed in, squeezed and transposed back out
+    (the exporter cancels the transposes of two layers in a row), with a scaled mixer and a scaled feed-forward."""
+
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.mixer = ScaledMixer(channels)
+        self.feed_forward = nn.Conv2d(channels, channels, 1)
+        self.layer_scale = nn.Parameter(1e-7 * torch.ones(channels, 1, 1))
+
+    def forward(self, x):
+        x = self.mixer(x.transpose(1, 2).unsqueeze(2))
+        x = x + self.layer_scale * self.feed_forward(x)
+        return x.squeeze(2).transpose(1, 2)
+
+
+class ScaledLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(4, 8)
+        self.layers = nn.ModuleList([ScaledLayer(), ScaledLayer()])
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x):
+        x = self.embed(x)
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+
+def test_a_layer_at_initial_scales_leaves_no_node_in_the_next_layer(tmp_path):
+    """Each layer returns what it took changed by less than rounding, and no node holds what the first returns (the
+    transposes out of it and into the next cancel): the node holding the embedding's result is equal to it, but it
+    was written before the first layer began, so it bounds no call of the second. No node of one layer is tagged
+    with the other."""
+    cases = {"scaled": (ScaledLayers, lambda: {"x": torch.randn(2, 6, 4)})}
+    measured = measure_case(cases, "scaled", tmp_path, exporter="torchscript")
+    tags = measured.result.node_modules
+    crossed = [(node, tags.get(node), module) for node, module in measured.reference.items()
+               if (module or "").startswith("layers.") and (tags.get(node) or "").startswith("layers.")
+               and tags[node].split(".")[1] != module.split(".")[1]]
+    assert not crossed, measured.report()
