@@ -2584,3 +2584,25 @@ def test_a_tensor_a_call_running_nodes_returned_is_not_held_by_a_node_written_be
     tags = {0: "embed", 1: "block0", 2: "block0.inner", 3: "block0", 4: "block0", 5: "block1", 6: "block1"}
     moved = hold_boundaries(tags, boundaries, constant_nodes(graph), {})
     assert not any(moved.get(i, tags[i]).startswith("block1") for i in range(5))
+
+
+def test_a_call_casting_what_it_took_leaves_a_cast_of_a_result_a_call_it_made_returned_to_that_call():
+    """block casts what it took to the type it has, scales it and hands it to attn, which computes softmax of it,
+    casts that to the type it has (softmax in float32, cast back), hands it to drop (which returns it as it is) and
+    returns sin of the cast beside the softmax; block returns both. block casting what it took says nothing about a
+    cast of a tensor attn made and returned to it: the cast stays attn's."""
+    nodes = [helper.make_node("Tanh", ["x"], ["t"]), helper.make_node("Cast", ["t"], ["tc"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["tc", "w"], ["u"]),
+             helper.make_node("Softmax", ["u"], ["p"]), helper.make_node("Cast", ["p"], ["pc"], to=TensorProto.FLOAT),
+             helper.make_node("Sin", ["pc"], ["o"])]
+    graph, values = _run(nodes, X, {"w": np.array([0.7, -1.3, 0.4], np.float32)})
+    p = values["p"]
+    events = [Event(True, "embed", (("x", X),)), Event(False, "embed", (("t", values["t"]),)),
+              Event(True, "block", (("t", values["t"]),)), Event(True, "block.attn", (("u", values["u"]),)),
+              Event(True, "block.attn.drop", (("p", p),)), Event(False, "block.attn.drop", (("p", p),)),
+              Event(False, "block.attn", (("o", values["o"]), ("p", p))),
+              Event(False, "block", (("o", values["o"]), ("p", p)))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.cast_back.get(4) != "block"
+    tags = {0: "embed", 1: "block", 2: "block", 3: "block.attn", 4: "block.attn", 5: "block.attn"}
+    assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}).get(4, "block.attn") == "block.attn"

@@ -1163,10 +1163,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         cast_in.update({node: (position, key) for key, _ in inputs for node in runs_on.get(key, ()) if node in cast_here})
         read_later.update({node: (event.module, {r for r in readers[node] if r not in nodes}) for node in cast_here})
         # a call casting what it took to the type it has casts its result back as it returns it (unless the call
-        # taking that result computes with the cast: ``cast_in``, which settles it)
+        # taking that result computes with the cast: ``cast_in``, which settles it); not a result a call it made
+        # returned to it (attention weights a layer hands on from its attention): that call made it
         if cast_here:
             for key, _ in results_of:
-                if (chain := runs_on.get(key)) and casts_as_it_is(chain[0], key):
+                if returned_by.get(key) == event.module and (chain := runs_on.get(key)) \
+                        and casts_as_it_is(chain[0], key):
                     cast_back.setdefault(chain[0], event.module)
                     cast_of.setdefault(chain[0], key)
         # a tensor an earlier call returned, cast to the type it has by the first node passing it on, whose elements
