@@ -29,7 +29,11 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   tensor made inside an earlier call and not returned is no later call's input, so an equal value was computed
   again for it (a reshape the caller wrote of what an earlier child reshaped for itself). The same holds where
   the call is bounded: of the nodes equal to an input, those inside a call that ended are not where it came
-  from. A tensor a call took that no call took or returned before was made after the last call event, before
+  from. A tensor an earlier call returned (not one it took) was made after that call began: where that call ran
+  nodes (the calls it made hold nodes of the file), a node written before it began does not hold it, however equal
+  (a layer at its initial weights returns what it took changed by less than two runtimes' rounding, and the node
+  holding what it took is equal to what it returned); where such a node is equal to it, which node holds it is not
+  told, so the call taking it is not bounded by it. A tensor a call took that no call took or returned before was made after the last call event, before
   the call began: where it is an earlier tensor's value run on unchanged (a concatenation of one tensor), the
   first node passing it on ran before the call; where one node alone holds it and the last call event was the
   end of a call (of a module called once), that node ran after that call (:attr:`Boundaries.ran_after`: a
@@ -75,7 +79,8 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   tensor (a residual the caller adds) as a read of the cast. Where only calls the taking call made compute with
   the cast (it reads its sizes at most), or where the call that computed the tensor cast what it took to the type
   it has (computing in a type of its choosing), that call cast it as it returned it (:attr:`Boundaries.cast_back`:
-  a norm casting back to the type it was given);
+  a norm casting back to the type it was given), where it made the tensor: not one a call it made returned to it
+  (a layer handing on its attention's weights);
 - a node the values leave between two calls (above), passing a call's result on after the node that made it,
   or passing on what a call took where it returned a new tensor equal to it (:attr:`Boundaries.handed_on`: that
   call's or its caller's), that reads a weight equal to a parameter or buffer of one of the modules it may have
