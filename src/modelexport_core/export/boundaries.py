@@ -33,10 +33,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   nodes (the calls it made hold nodes of the file), a node written before it began does not hold it, however equal
   (a layer at its initial weights returns what it took changed by less than two runtimes' rounding, and the node
   holding what it took is equal to what it returned); where such a node is equal to it, which node holds it is not
-  told, so the call taking it is not bounded by it. A tensor a call took that no call took or returned before was made after the last call event, before
-  the call began: where it is an earlier tensor's value run on unchanged (a concatenation of one tensor), the
-  first node passing it on ran before the call; where one node alone holds it and the last call event was the
-  end of a call (of a module called once), that node ran after that call (:attr:`Boundaries.ran_after`: a
+  told, so the call taking it is not bounded by it. A tensor a call took that no call took or returned before was
+  made after the last call event, before the call began: where it is an earlier tensor's value run on unchanged (a
+  concatenation of one tensor), the first node passing it on ran before the call; where one node alone holds it and
+  the last call event was the end of a call (of a module called once), that node ran after that call (:attr:`Boundaries.ran_after`: a
   transpose of a result the values could not place, as a norm at its initial statistics returns what it took);
   where several nodes passing one value on hold it and the first holds that call's result, the tensor is another
   made from the result or after it, so the last of them ran after that call (a scale by one the caller wrote).
