@@ -36,8 +36,9 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   told, so the call taking it is not bounded by it. A tensor a call took that no call took or returned before was
   made after the last call event, before the call began: where it is an earlier tensor's value run on unchanged (a
   concatenation of one tensor), the first node passing it on ran before the call; where one node alone holds it and
-  the last call event was the end of a call (of a module called once), that node ran after that call (:attr:`Boundaries.ran_after`: a
-  transpose of a result the values could not place, as a norm at its initial statistics returns what it took);
+  the last call event was the end of a call (of a module called once), that node ran after that call
+  (:attr:`Boundaries.ran_after`: a transpose of a result the values could not place, as a norm at its initial
+  statistics returns what it took);
   where several nodes passing one value on hold it and the first holds that call's result, the tensor is another
   made from the result or after it, so the last of them ran after that call (a scale by one the caller wrote).
   Of the nodes running on unchanged a tensor a call took alone (its one tensor), one that also reads floats
@@ -830,16 +831,16 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         looked_up[id(array)] = (array, found)
         return list(found)
 
-    def since(key: Hashable, holders: list[int]) -> list[int]:
-        """Of the nodes holding a tensor a call took (in graph order), those that can: a tensor an earlier call
-        returned, not one it took, was computed after that call began, so where that call ran nodes (the calls it
-        made hold nodes of the file) no node written before it began (at or before the last call result found then)
-        holds it, however equal its value (a layer at its initial weights returning what it took, changed by less
-        than two runtimes' rounding, to the next layer). A call that ran no node may have been folded into the
-        nodes around it: then an equal value written before serves. Nodes computed from constants alone are exempt
-        (the exporter writes them anywhere)."""
+    def made_later(key: Hashable, holders: list[int]) -> bool:
+        """Whether a node equal to a tensor a call took cannot hold it: a tensor an earlier call returned, not one
+        it took, was computed after that call began, so where that call ran nodes (the calls it made hold nodes of
+        the file) no node written before it began (at or before the last call result found then) holds it, however
+        equal its value (a layer at its initial weights returning what it took, changed by less than two runtimes'
+        rounding, to the next layer). A call that ran no node may have been folded into the nodes around it: then
+        an equal value written before serves. Nodes computed from constants alone are exempt (the exporter writes
+        them anywhere)."""
         began = made_since.get(key)
-        return holders if began is None else [i for i in holders if i > began or i in data_free]
+        return began is not None and any(i <= began and i not in data_free for i in holders)
 
     def apart_from_what_it_took(array: "np.ndarray", given_key: Hashable, mark: int) -> bool:
         """Whether a result equal to a value the call took within rounding is a value the call computed of its own
@@ -996,7 +997,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                  for key, array in inputs
                  if key in known or informative(array) and not is_input(array)
                  and (holders := [producer[name] for name in find(array)])
-                 and len(since(key, holders)) == len(holders)  # (else the values do not say which node held it)
+                 and not made_later(key, holders)  # (else the values do not say which node held it)
                  and (not copies(holders) or min(holders) <= start)]
         # (so did what computed a value it took from the model's inputs alone, a mask or positions, however early)
         ran_before = computed_before(taken, begun[-1][0] if begun else -1)
@@ -1039,7 +1040,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         ended_inside, returned_later(position), folded, reads_beside,
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
-                        model_given, bool(remade_at) and remade_at[-1] > began_at[position], since)
+                        model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1664,7 +1665,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            reads_beside: Callable[[int, int], bool] = lambda later, earlier: False,
            sized_beside: Callable[[int, int, set[int]], bool] = lambda later, earlier, taken: False,
            given: "set[Hashable] | frozenset[Hashable]" = frozenset(), remade_inside: bool = False,
-           since: Callable[[Hashable, list[int]], list[int]] = lambda key, holders: holders,
+           made_later: Callable[[Hashable, list[int]], bool] = lambda key, holders: False,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1700,9 +1701,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     nodes holding what the call took): a call given no numbers reads no size of a tensor it was not handed (the
     caller's windows of a padded layer input, cut by the sizes of that input before it was padded). ``given``: the
     tensors the model itself was given; a tensor equal to one of them that is another one was made before the call
-    took it, where one node alone holds it. ``since``: of the nodes holding a tensor it took, those that can (a
-    tensor an earlier call returned is held by no node written before that call began): where a node equal to it
-    cannot, the values do not say which node holds it, so the call is not bounded.
+    took it, where one node alone holds it. ``made_later``: whether a node equal to a tensor it took cannot hold it
+    (a tensor an earlier call returned is held by no node written before that call began): where one cannot, the
+    values do not say which node holds it, so the call is not bounded.
     """
     start, inner = span
     claimed, mark = claims
@@ -1764,7 +1765,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             continue
         if informative(array):
             found = [producer[name] for name in find(array)]
-            if len(since(key, found)) < len(found):
+            if made_later(key, found):
                 return None  # equal to a value written before it was made: which node (if any) holds it is not told
             if not found and (array.dtype.kind in "iu" or folded(array)):
                 continue  # integers compare exactly: no node holds it (folded into its readers), so it places none;
