@@ -376,3 +376,72 @@ def test_a_layer_at_initial_scales_leaves_no_node_in_the_next_layer(tmp_path):
                if (module or "").startswith("layers.") and (tags.get(node) or "").startswith("layers.")
                and tags[node].split(".")[1] != module.split(".")[1]]
     assert not crossed, measured.report()
+
+
+class MaskedAttention(nn.Module):
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.qkv = nn.Linear(width, 3 * width)
+        self.out = nn.Linear(width, width)
+
+    def forward(self, x, mask):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.out(torch.softmax(q @ k.transpose(-1, -2) / 3 + mask[:, 0], dim=-1) @ v)
+
+
+class PositionedLayer(nn.Module):
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.attention = MaskedAttention(width)
+        self.ffn = nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width))
+
+    def forward(self, x, mask, positions):
+        x = x + self.attention(self.norm(x) + positions, mask)
+        return x + self.ffn(x)
+
+
+class LayerStack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([PositionedLayer(), PositionedLayer()])
+
+    def forward(self, x, mask, positions):
+        for layer in self.layers:
+            x = layer(x, mask, positions)
+        return x
+
+
+class BlockMaskedPatches(nn.Module):
+    """Lays every image's patches out in one sequence and builds a block mask over it, filled with the lowest float
+    then zeroed block by block (one block per sequence here, so it masks nothing: zeros), unsqueezed and expanded."""
+
+    def __init__(self):
+        super().__init__()
+        self.patch = nn.Conv2d(3, 8, 4, stride=4)
+        self.norm = nn.LayerNorm(8)
+        self.positions = nn.Embedding(64, 8)
+        self.stack = LayerStack()
+
+    def forward(self, pixels):
+        x = self.norm(self.patch(pixels).flatten(2).transpose(1, 2).reshape(1, -1, 8))
+        length = x.shape[1]
+        positions = self.positions(torch.arange(length))
+        mask = torch.full((length, length), torch.finfo(x.dtype).min, dtype=x.dtype)
+        for start, end in zip(torch.tensor([0]).cumsum(-1), torch.tensor([length]).cumsum(-1)):
+            mask[start:end, start:end] = 0
+        mask = mask[None, None].expand(x.shape[0], 1, -1, -1)
+        return self.stack(x, mask, positions)
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_mask_of_zeros_several_nodes_pass_on_was_made_before_the_call_taking_it(exporter, tmp_path):
+    """The mask the model builds is all zeros, held by the unsqueeze and by the expand passing it on, both written
+    after the last call before the stack began: the first made it, before the stack's call, so the nodes building
+    it are the model's own (TorchScript). Where the exporter replays those views inside the attention reading the
+    mask, after a result of a call the layer made, they are the attention's own (dynamo): every recorded node gets
+    the recorded module."""
+    cases = {"block_mask": (BlockMaskedPatches, lambda: {"pixels": torch.randn(1, 3, 16, 16)})}
+    measured = measure_case(cases, "block_mask", tmp_path, exporter=exporter)
+    assert measured.result.exporter == exporter
+    assert_every_recorded_node(measured)

@@ -1070,10 +1070,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         results, sources, unsure = region
         given_by |= set(sources)
         ended_holding = set(results)
-        # an input of one number repeated that one node alone holds bounded the call from below (a mask that masks
-        # nothing, zeros the caller built): the call began once it existed, so it and what computed it ran before
+        # an input of one number repeated that one node alone holds, or the first of several passing it on (see
+        # `_bound`), bounded the call from below (a mask that masks nothing, zeros the caller built): the call began
+        # once it existed, so it and what computed it ran before
         alone = [holders[0] for _, array in inputs if not informative(array)
-                 and len(holders := holding_one_number(array)) == 1 and holders[0] in sources
+                 and (holders := holding_one_number(array)) and holders[0] in sources
                  and holders[0] not in unsure]
         ran_before |= computed_before(alone, begun[-1][0] if begun else -1)
         for key, _ in results_of:  # passing its result on after the node that made it: the call's or its caller's
@@ -1703,7 +1704,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     tensors the model itself was given; a tensor equal to one of them that is another one was made before the call
     took it, where one node alone holds it. ``made_later``: whether a node equal to a tensor it took cannot hold it
     (a tensor an earlier call returned is held by no node written before that call began): where one cannot, the
-    values do not say which node holds it, so the call is not bounded.
+    values do not say which node holds it, so the call is not bounded. An input of one number repeated is held by
+    the one node holding that value, or by the first of several each passing the one before on, all written before
+    the call's results and before any result of a call it made (after one, they are the call's own: a view the
+    exporter replayed where it was read); else the nodes holding it are unsure.
     """
     start, inner = span
     claimed, mark = claims
@@ -1770,11 +1774,17 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             if not found and (array.dtype.kind in "iu" or folded(array)):
                 continue  # integers compare exactly: no node holds it (folded into its readers), so it places none;
                 # nor does one the exporter computed from constants and wrote as an initializer
-        else:  # one number repeated (a mask that masks nothing): only the one node holding it serves
+        else:  # one number repeated (a mask that masks nothing): only the one node holding it serves, or the
+            # first of several each passing the one before on, all written before the call's results and before
+            # any result of a call it made (the caller made it, the others ran it on; but after an inner call's
+            # result they are the call's own, a view the exporter replayed where it was read)
             if _uniform(array) is None and faded(array):
                 return None  # faded to subnormals: no node is known to hold it, nothing bounds the call from below
             found = holding_one_number(array)
-            if len(found) != 1:  # where several do (or none), which one it took is not settled: each that
+            if len(found) > 1 and all(i < first for i in found) and one_run(found) \
+                    and not any(at >= mark and i < found[0] for i, at in claimed.items()):
+                pass  # the first made it, as one alone does (below)
+            elif len(found) != 1:  # where several do (or none), which one it took is not settled: each that
                 held = [i for i in found if start < i < first]  # could be ran in the call or before it
                 sources.extend(held)
                 unsure.update(held)
