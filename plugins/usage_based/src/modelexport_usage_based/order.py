@@ -11,6 +11,7 @@ a reused module's calls interleave with their caller's code.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 
 from modelexport_core.sdk import is_ancestor
 
@@ -177,6 +178,17 @@ def fill_call_gaps(
                 modules[i] = module
 
 
+def call_starts(nodes: list[int], modules: Mapping[int, str]) -> dict[str, int]:
+    """Where each module's call began: the first of ``nodes`` (data nodes, in graph order) placed inside it."""
+    start: dict[str, int] = {}
+    for i in nodes:
+        module = modules.get(i, "")
+        while module and module not in start:
+            start[module] = i
+            module = module.rpartition(".")[0]
+    return start
+
+
 def settings_before_calls(
     nodes: list[int], settings: list[int], tree: ModuleTree, modules: dict[int, str], activity: list[int] | None = None
 ) -> None:
@@ -190,12 +202,7 @@ def settings_before_calls(
     order; by default the data nodes): a setting at the very start of a call is the call's.
     """
     work = activity if activity is not None else nodes
-    start: dict[str, int] = {}
-    for i in nodes:
-        module = modules[i]
-        while module and module not in start:
-            start[module] = i
-            module = module.rpartition(".")[0]
+    start = call_starts(nodes, modules)
     for i in sorted(settings, reverse=True):  # the latest first: what it leaves to the caller counts as work
         module = modules[i]
         if not module or start.get(module, -1) < i:
@@ -217,6 +224,7 @@ def settings_where_measured(
     data: DataGraph,
     tree: ModuleTree,
     modules: dict[int, str],
+    began: Mapping[str, int] | None = None,
 ) -> None:
     """Move shape arithmetic out of a module that never sees the values it measures.
 
@@ -228,6 +236,9 @@ def settings_where_measured(
     calls), and so did the arithmetic computed from such moved nodes. Arithmetic reading
     a size the caller computed and passed (positions handed to a rotary table) stays.
     A value made only to be measured (nothing computes with it) was handed over to be measured.
+    But arithmetic that measures nothing itself, written after the call of its module began (``began``: where each
+    call began), ran in that call: the sizes it computes from are the call's too (sizes an exporter computed once
+    at the start of the graph, for every tensor of that size).
     """
 
     def seen_in(value: str, module: str) -> bool:
@@ -244,7 +255,8 @@ def settings_where_measured(
             continue
         if any(value not in data.readers for value in measured):
             continue
-        if i not in measuring and not any(j in moved for j in inputs_from[i]):
+        if i not in measuring and (not any(j in moved for j in inputs_from[i])
+                                   or (began is not None and began.get(module, i) < i)):
             continue
         while module and not any(seen_in(value, module) for value in measured):
             module = tree.caller(module)

@@ -40,6 +40,7 @@ from .module_claims import (
 from .module_tree import ModuleTree
 from .order import (
     call_spans,
+    call_starts,
     fill_call_gaps,
     keep_within_spans,
     reused_modules,
@@ -320,6 +321,7 @@ def _place_settings(
         data,
         tree,
         modules,
+        call_starts(data_nodes, modules),
     )
     activity = [i for i in sorted(modules) if kinds.kinds[i] is not NodeKind.CONSTANT]
     settings_before_calls(
@@ -439,6 +441,7 @@ def _tag_readers_of(
     the one it was made for, the others are listed as further modules it serves. What a
     torch layer reads besides its parameters (indices, shapes) was computed by its caller.
     """
+    began = call_starts([i for i, kind in enumerate(kinds.kinds) if kind is NodeKind.DATA and i in modules], modules)
     for i in reversed(range(len(graph.node))):
         if i in modules or kinds.kinds[i] is NodeKind.DATA:
             continue
@@ -455,7 +458,9 @@ def _tag_readers_of(
             continue
         if kinds.kinds[i] is NodeKind.CONSTANT or not any(
             repeated_siblings(a, b) for a in readers for b in readers
-        ):
+        ) or began.get(readers[0], i) < i:
+            # (arithmetic several elements of a stack read, written after the first reader's call began: it ran
+            # there, and the exporter shared it with the elements after, which would compute the same)
             modules[i] = readers[0]
         else:
             modules[i] = tree.common(readers)
