@@ -338,3 +338,58 @@ def test_a_node_between_nodes_of_two_sibling_calls_is_bounded_by_their_common_ca
     modules = {0: "layers.0.inner", 1: "layers.1.inner", 3: "layers.0.inner", 4: "layers.1.inner"}
     limits = bounds(5, data, ModuleTree.of(TwoBlocks()), set(modules), modules, [frozenset()] * 5)
     assert limits[2] == ""
+
+
+def test_arithmetic_on_moved_sizes_written_after_its_call_began_ran_in_that_call():
+    """Node 0 measures the model's input for a block that never sees it, so it ran in the caller; node 2, computed
+    from it before the block's call began (node 3), did too; node 4, computed from it after, ran in the call (an
+    exporter measures each size once, at the start of the graph, for every tensor of that size)."""
+    from modelexport_usage_based.data_flow import DataGraph
+    from modelexport_usage_based.order import call_starts, settings_where_measured
+
+    producers = [[], [], [], [1], [], [3]]
+    consumers = [[], [3], [], [5], [], []]
+    readers = {"input": [1], "h": [3], "q": [5]}
+    data = DataGraph(producers, consumers, [False, True, False, False, False, False],
+                     [[], ["input"], [], ["h"], [], ["q"]], readers, {"h": 1, "q": 3}, frozenset())
+    inner = "layers.0.inner"
+    sources = [frozenset({"input"}), frozenset(), frozenset({"input"}), frozenset(), frozenset({"input"}), frozenset()]
+    inputs_from = [[], [], [0], [1], [0], [3, 2, 4]]
+
+    def placed(began: bool) -> dict[int, str]:
+        modules = {0: inner, 1: "", 2: inner, 3: inner, 4: inner, 5: inner}
+        settings_where_measured([0, 2, 4], sources, inputs_from, {0}, data, ModuleTree.of(TwoBlocks()), modules,
+                                call_starts([1, 3, 5], modules) if began else None)
+        return modules
+
+    assert [placed(True)[i] for i in (0, 2, 4)] == ["", "", inner]
+    assert [placed(False)[i] for i in (0, 2, 4)] == ["", "", ""]  # without where calls began: all moved
+
+
+def test_arithmetic_both_elements_of_a_stack_read_written_after_the_first_began_is_the_first_ones():
+    """An exporter computes a view's shape once and hands it to the same view in the next element of the stack:
+    written after the first element's call began, it ran there (its first reader's module); written before, it is
+    the caller's (their common module)."""
+    from onnx import helper
+
+    from modelexport_core.format.graph import GraphIndex
+    from modelexport_usage_based.data_flow import DataGraph, NodeKind, NodeKinds
+    from modelexport_usage_based.propagation import _tag_readers_of
+
+    def tag_of_shape(shape_first: bool) -> str:
+        relu = helper.make_node("Relu", ["x"], ["a"])
+        shape = helper.make_node("Concat", ["s0", "s1"], ["shape"], axis=0)
+        first, second = (shape, relu) if shape_first else (relu, shape)
+        nodes = [first, second, helper.make_node("Reshape", ["a", "shape"], ["b"]),
+                 helper.make_node("Reshape", ["b", "shape"], ["c"])]
+        graph = helper.make_graph(nodes, "g", [], [])
+        at = nodes.index(shape)
+        kinds = NodeKinds([NodeKind.SHAPE if i == at else NodeKind.DATA for i in range(4)], {"shape"}, {})
+        data = DataGraph([[] for _ in range(4)], [[] for _ in range(4)], [False] * 4, [[] for _ in range(4)], {}, {},
+                         frozenset())
+        modules = {1 - at: "layers.0.inner", 2: "layers.0.inner", 3: "layers.1.inner"}
+        _tag_readers_of(graph, GraphIndex.of(graph), kinds, data, ModuleTree.of(TwoBlocks()), modules, {}, set())
+        return modules[at]
+
+    assert tag_of_shape(shape_first=False) == "layers.0.inner"
+    assert tag_of_shape(shape_first=True) == ""
