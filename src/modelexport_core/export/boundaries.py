@@ -1972,7 +1972,10 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     ``node_modules``: each node's module by position; ``skipped``: nodes these rules leave alone (constants);
     ``made_for``: the constants the exporter made for their readers (computed from no weight), with their
     readers: where a reader moves, such a constant goes to the module holding all its readers, and so does an
-    integer computed from the model's inputs alone (``boundaries.sizes``). A node inside
+    integer computed from the model's inputs alone (``boundaries.sizes``), but where it is written while a call
+    within that module ran, into that call, and out of a module every call of which began after it
+    (:func:`_written_in`: exporters write nodes in the order they ran, and merge a size read again into the first
+    node reading it, which ran where it is written). A node inside
     regions of calls on two lines of the tree goes to the call whose region lies within every other one (a
     module instance registered under two parents, called by the second: PyTorch names each of its calls by the
     first name); where no region does (a value the exporter shared), it is left as it is. A node tagged with a
@@ -2089,13 +2092,19 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             if tag != moved.get(i, node_modules[i]) and all(is_ancestor(m, tag) for m in inside.get(i, ())):
                 moved[i] = tag
     # sizes built into one node's operand, sizes, then constants, with their readers
-    for i, readers in [*boundaries.built_for.items(), *boundaries.sizes.items(), *made_for.items()]:
-        if i not in node_modules or not readers:
-            continue
-        tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
-        tag = _out_of_ran_before(i, tag, boundaries)  # not into a call it ran before
-        if tag != node_modules[i] and any(reader in moved for reader in readers):
-            moved[i] = tag
+    calls_of: dict[str, list[CallRegion]] = defaultdict(list)
+    for region in boundaries.regions:
+        calls_of[region.module].append(region)
+    for kind, found in (("built", boundaries.built_for), ("size", boundaries.sizes), ("made", made_for)):
+        for i, readers in found.items():
+            if i not in node_modules or not readers:
+                continue
+            tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
+            if kind == "size":  # a size read by several calls ran in the call running where it is written
+                tag = _written_in(i, tag, boundaries, calls_of)
+            tag = _out_of_ran_before(i, tag, boundaries)  # not into a call it ran before
+            if tag != node_modules[i] and any(reader in moved for reader in readers):
+                moved[i] = tag
     for i, readers in made_for.items():
         if i not in node_modules or not readers:
             continue
@@ -2124,6 +2133,29 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             if called != tag:
                 moved[i] = called
     return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
+
+
+def _written_in(node: int, tag: str, boundaries: Boundaries, calls_of: Mapping[str, list[CallRegion]]) -> str:
+    """The module of the call running where size ``node`` is written, for a size whose readers' common module is
+    ``tag``: the deepest module within ``tag`` a call of which has it between the first node it kept and its
+    last result; else ``tag``, or the nearest module above it, out of every module each call of which began
+    after it (written before the last node holding a value the call took) and out of modules never called (a
+    list of layers). Exporters write nodes in the order they ran and merge a later equal size into the first one
+    read, so a size read by several calls (an element of a list of layers, then the next ones) ran where it was
+    first read: in the call running there. ``calls_of``: each module's bounded calls."""
+    amid = [region.module for region in boundaries.regions
+            if region.span is not None and region.span[0] < node <= region.span[1] and is_ancestor(tag, region.module)]
+    if amid:
+        return max(amid, key=lambda module: len(module.split(".")) if module else 0)
+    while tag and tag not in boundaries.unbounded:
+        calls = calls_of.get(tag, [])
+        if calls and all(region.began is not None and node < region.began for region in calls):
+            tag = tag.rpartition(".")[0]  # every call of it began after the size was written: it ran in none
+        elif not calls and boundaries.called and tag not in boundaries.called:
+            tag = tag.rpartition(".")[0]  # a module never called (a list of layers) runs nothing
+        else:
+            break
+    return tag
 
 
 def _out_of_ran_before(node: int, tag: str, boundaries: Boundaries) -> str:
