@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from modelexport_core.export.boundaries import (
+    Boundaries,
     CallRegion,
     Event,
     call_regions,
@@ -2606,3 +2607,33 @@ def test_a_call_casting_what_it_took_leaves_a_cast_of_a_result_a_call_it_made_re
     assert boundaries.cast_back.get(4) != "block"
     tags = {0: "embed", 1: "block", 2: "block", 3: "block.attn", 4: "block.attn", 5: "block.attn"}
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}).get(4, "block.attn") == "block.attn"
+
+
+
+def _merged_size(size_at: int) -> tuple[dict[int, str], Boundaries]:
+    """A size (node ``size_at``) read by a node of layers.0 (4) and one of layers.1 (7): the exporter merged the
+    second read into the first. encoder's call began after node 1 (it took that node's value) and kept nodes 2-8
+    but the size; layers.0 kept 2 and 4 (it began after 1), layers.1 kept 6 and 7 (after 5). A strategy tagged
+    nodes 2-8 encoder and the size encoder too; the regions move the readers into their layers."""
+    regions = [CallRegion("encoder", set(range(2, 9)) - {size_at}, span=(2, 8), began=1),
+               CallRegion("encoder.layers.0", {2, 4}, span=(2, 4), began=1),
+               CallRegion("encoder.layers.1", {6, 7}, span=(6, 7), began=5)]
+    boundaries = Boundaries(regions, set(), called={"", "encoder", "encoder.layers.0", "encoder.layers.1"},
+                            sizes={size_at: [4, 7]})
+    return {0: "", 1: "", **{i: "encoder" for i in range(2, 9)}}, boundaries
+
+
+def test_a_size_two_layers_read_written_while_the_first_ran_is_the_first_layers():
+    """Written at 3, between two nodes layers.0 kept, the size ran while layers.0 ran (exporters write nodes in
+    the order they ran, and keep the first of two equal reads): it is layers.0's, not the common module of its
+    readers (encoder.layers, a list never called, so encoder), though layers.1 reads it too."""
+    tags, boundaries = _merged_size(3)
+    assert hold_boundaries(tags, boundaries, set(), {}).get(3) == "encoder.layers.0"
+
+
+def test_a_size_written_before_every_call_of_its_readers_module_began_is_out_of_it():
+    """Written at 0, before encoder's call began (after node 1), the size ran before it: not in encoder, where its
+    readers' common module would put it, but in the root, whose call was running."""
+    tags, boundaries = _merged_size(0)
+    tags[0] = "encoder"
+    assert hold_boundaries(tags, boundaries, set(), {}).get(0) == ""
