@@ -638,8 +638,6 @@ def test_integers_computed_from_the_models_inputs_alone_are_not_placed():
 def test_a_node_in_a_call_of_a_module_shared_under_two_parents_goes_to_that_modules_name():
     """One activation instance registered under h.0.mlp and h.1.mlp: PyTorch names every call of it by its first
     name, h.0.mlp.act, and h.1.mlp's call of it runs within h.1.mlp's call (its region lies in h.1.mlp's)."""
-    from modelexport_core.export.boundaries import Boundaries, CallRegion
-
     regions = [CallRegion("h.0.mlp", {0, 1, 2}), CallRegion("h.0.mlp.act", {1}),
                CallRegion("h.1.mlp", {3, 4, 5}), CallRegion("h.1.other", {6, 7}), CallRegion("h.0.mlp.act", {4})]
     tags = {0: "h.0.mlp", 1: "h.0.mlp", 2: "h.0.mlp", 3: "h.1.mlp", 4: "h.1.mlp", 5: "h.1.mlp", 6: "h.1.other"}
@@ -2607,7 +2605,6 @@ def test_a_call_casting_what_it_took_leaves_a_cast_of_a_result_a_call_it_made_re
     assert boundaries.cast_back.get(4) != "block"
     tags = {0: "embed", 1: "block", 2: "block", 3: "block.attn", 4: "block.attn", 5: "block.attn"}
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}).get(4, "block.attn") == "block.attn"
-
 
 
 def _merged_size(size_at: int) -> tuple[dict[int, str], Boundaries]:

@@ -2127,9 +2127,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             moved[i] = module
     if boundaries.called:  # last, on every tag the rules above give: a module never called (a container: a list
         for i, module in node_modules.items():  # of layers) runs no node, its caller did
-            tag = called = moved.get(i, module)
-            while called and called not in boundaries.called:
-                called = called.rpartition(".")[0]
+            tag = moved.get(i, module)
+            called = _nearest_called(tag, boundaries)
             if called != tag:
                 moved[i] = called
     return {i: tag for i, tag in moved.items() if tag != node_modules[i]}
@@ -2147,14 +2146,17 @@ def _written_in(node: int, tag: str, boundaries: Boundaries, calls_of: Mapping[s
             if region.span is not None and region.span[0] < node <= region.span[1] and is_ancestor(tag, region.module)]
     if amid:
         return max(amid, key=lambda module: len(module.split(".")) if module else 0)
-    while tag and tag not in boundaries.unbounded:
-        calls = calls_of.get(tag, [])
-        if calls and all(region.began is not None and node < region.began for region in calls):
-            tag = tag.rpartition(".")[0]  # every call of it began after the size was written: it ran in none
-        elif not calls and boundaries.called and tag not in boundaries.called:
-            tag = tag.rpartition(".")[0]  # a module never called (a list of layers) runs nothing
-        else:
-            break
+    while (tag := _nearest_called(tag, boundaries)) and tag not in boundaries.unbounded \
+            and (calls := calls_of.get(tag)) and all(call.began is not None and node < call.began for call in calls):
+        tag = tag.rpartition(".")[0]  # every call of it began after the size was written: it ran in none
+    return tag
+
+
+def _nearest_called(tag: str, boundaries: Boundaries) -> str:
+    """``tag``, or the nearest module above it some call of which ran: a module never called (a list of layers)
+    runs nothing, its caller did (where which modules were called is known)."""
+    while tag and boundaries.called and tag not in boundaries.called:
+        tag = tag.rpartition(".")[0]
     return tag
 
 
