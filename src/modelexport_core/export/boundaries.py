@@ -2161,9 +2161,13 @@ def _nearest_called(tag: str, boundaries: Boundaries) -> str:
 
 
 def _out_of_ran_before(node: int, tag: str, boundaries: Boundaries) -> str:
-    """``tag``, or the nearest module above it whose calls ``node`` did not all run before."""
-    while tag and node in boundaries.ran_before.get(tag, ()):
-        tag = tag.rpartition(".")[0]
+    """``tag``, or the nearest module above it whose calls ``node`` did not all run before: out of the outermost
+    module holding ``tag`` every call of which ran after it (a call runs within its caller's calls, so a node
+    that ran before every call of a module ran before every call of a module within it)."""
+    parts = tag.split(".") if tag else []
+    for depth in range(1, len(parts) + 1):
+        if node in boundaries.ran_before.get(".".join(parts[:depth]), ()):
+            return ".".join(parts[:depth - 1])
     return tag
 
 
