@@ -919,6 +919,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     ran_after: dict[str, set[int]] = defaultdict(set)
     handed_on: dict[int, set[str]] = defaultdict(set)
     ended_inside: set[int] = set()  # the nodes of the regions of calls that ended, but their results
+    ended_spans: list[tuple[int, int]] = []  # of each such region, its first kept node and its last result
+
+    def ran_inside_ended(node: int) -> bool:
+        """Whether ``node`` ran inside a call that ended, and is none of its results: a node of its region, or one
+        computed from constants written amid it (a table the call made for its children; exporters write nodes
+        in the order they ran). A later call takes no such node's tensor: an equal one was computed again."""
+        return node in ended_inside or node in constant and bool(graph.node[node].input) \
+            and node not in claimed and any(low < node < high for low, high in ended_spans)
     # what calls took and returned equal new tensors of (the tensor taken, the one returned), and whether the call
     # made no call
     equal_after: list[tuple[Hashable, Hashable, "np.ndarray", str, bool]] = []
@@ -993,7 +1001,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # one was computed again, a reshape the caller wrote of what an earlier child reshaped for itself). Of
         # copies the file wrote for each reader, which one it took is not known, but one written before the last
         # call result found before it began (``start``) ran before it, as did what computed that copy
-        taken = [known[key] if key in known else min([i for i in holders if i not in ended_inside] or holders)
+        taken = [known[key] if key in known else min([i for i in holders if not ran_inside_ended(i)] or holders)
                  for key, array in inputs
                  if key in known or informative(array) and not is_input(array)
                  and (holders := [producer[name] for name in find(array)])
@@ -1315,6 +1323,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 for node in _shaped_by(chain, nodes - from_results, nodes, made_from, readers, integer):
                     shaped_within[node] = event.module
         ended_inside |= kept - set(results)
+        if kept:
+            ended_spans.append((min(kept), max(results)))
         unplaced |= doubtful - sized_in
     made_by: dict[int, str] = {}  # nodes a call that made no call ran, returning a new tensor equal to what it took
     holding_values = Counter(known.values())
