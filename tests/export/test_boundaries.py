@@ -2634,3 +2634,46 @@ def test_a_size_written_before_every_call_of_its_readers_module_began_is_out_of_
     tags, boundaries = _merged_size(0)
     tags[0] = "encoder"
     assert hold_boundaries(tags, boundaries, set(), {}).get(0) == ""
+
+
+def test_constants_that_ran_before_every_call_of_a_layer_ran_before_every_call_within_it():
+    """Constants (0) and a node (1) that computed what every call of encoder.layer took ran before each of them
+    began, so before every call of its attention too: out of both, wherever a strategy placed them in the layer."""
+    boundaries = Boundaries([], set(), ran_before={"encoder.layer": {0, 1}})
+    tags = {0: "encoder.layer.attention", 1: "encoder.layer.attention", 2: "encoder.layer.attention"}
+    assert hold_boundaries(tags, boundaries, {0}, {}) == {0: "encoder", 1: "encoder"}
+
+
+def _table_computed_again() -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
+    """encoder computes a table of sines from constants amid its own work and scales what it took by it; decoder
+    computes the same table again and hands it, with encoder's result, to its layer, which adds the two."""
+    def table(suffix: str) -> list[onnx.NodeProto]:
+        return [helper.make_node("Range", ["start", "n", "step"], [f"ids{suffix}"]),
+                helper.make_node("Cast", [f"ids{suffix}"], [f"f{suffix}"], to=TensorProto.FLOAT),
+                helper.make_node("Sin", [f"f{suffix}"], [f"table{suffix}"])]
+
+    graph, values = _run([
+        helper.make_node("Relu", ["x"], ["a"]), *table(""), helper.make_node("Mul", ["a", "table"], ["e"]),
+        *table("2"), helper.make_node("Add", ["e", "table2"], ["out"]),
+    ], X, {"start": np.array(1), "n": np.array(4), "step": np.array(1)})
+    e, out = values["e"], values["out"]
+    events = [Event(True, "", (("x", X),)), Event(True, "encoder", (("x", X),)), Event(False, "encoder", (("e", e),)),
+              Event(True, "decoder", (("e", e),)),
+              Event(True, "decoder.layer", (("e", e), ("table", values["table2"].copy()))),
+              Event(False, "decoder.layer", (("out", out),)), Event(False, "decoder", (("out", out),)),
+              Event(False, "", (("out", out),))]
+    return graph, events, values
+
+
+def test_of_equal_tables_a_call_took_none_computed_amid_a_call_that_ended():
+    """The file holds the table twice: the first copy was computed amid encoder's call (between its first node and
+    its result), so it is encoder's own and no later call took it. The layer took the second, so that copy and what
+    computed it ran before the layer began: in decoder, not in the layer a strategy put them in."""
+    graph, events, values = _table_computed_again()
+    boundaries = call_regions(graph, values, events, [X])
+    constant = constant_nodes(graph)
+    assert {5, 6, 7} <= constant and {5, 6, 7} <= boundaries.ran_before["decoder.layer"]
+    tags = {i: "encoder" for i in range(5)} | {5: "decoder.layer", 6: "decoder.layer", 7: "decoder.layer",
+                                              8: "decoder.layer"}
+    moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+    assert {i: moved.get(i) for i in (5, 6, 7)} == {5: "decoder", 6: "decoder", 7: "decoder"}
