@@ -2677,3 +2677,34 @@ def test_of_equal_tables_a_call_took_none_computed_amid_a_call_that_ended():
                                               8: "decoder.layer"}
     moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
     assert {i: moved.get(i) for i in (5, 6, 7)} == {5: "decoder", 6: "decoder", 7: "decoder"}
+
+
+def _positions_measured(embed_key: str) -> tuple[onnx.GraphProto, list[Event], dict[str, np.ndarray]]:
+    """x -> relu, returned by pre; then embed is handed x (under ``embed_key``: the model's own tensor where it is
+    "x") and counts positions along its rows (Shape, Gather, Range: integers from x's sizes alone), adding them
+    to what it took."""
+    graph, values = _run([
+        ints("axis", 1), ints("zero", 0), ints("step", 1), helper.make_node("Relu", ["x"], ["a"]),
+        helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "axis"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "step"], ["p"]),
+        helper.make_node("Cast", ["p"], ["pf"], to=helper.np_dtype_to_tensor_dtype(X.dtype)),
+        helper.make_node("Add", ["x", "pf"], ["r"]), helper.make_node("Mul", ["a", "r"], ["y"]),
+    ], X)
+    events = [Event(True, "", (("x", X),)), Event(True, "pre", (("x", X),)), Event(False, "pre", (("a", values["a"]),)),
+              Event(True, "embed", ((embed_key, X.copy()),)), Event(False, "embed", (("r", values["r"]),)),
+              Event(False, "", (("y", values["y"]),))]
+    return graph, events, values
+
+
+@pytest.mark.parametrize("embed_key, moves", [("x", True), ("a view of x", False)])
+def test_sizes_of_a_model_input_a_call_took_itself_read_within_it_alone_are_its_own(embed_key, moves):
+    """embed measured the model's input it was handed: the sizes (4-6), written after pre's result and read by
+    embed's cast alone, go into embed though no reader moved. Handed a view of x (another tensor, equal), embed may
+    have been given what its caller measured: they stay."""
+    graph, events, values = _positions_measured(embed_key)
+    boundaries = call_regions(graph, values, events, [X], input_names=["x"])
+    constant = constant_nodes(graph)
+    tags = {i: "" for i in range(len(graph.node))} | {3: "pre", 7: "embed", 8: "embed"}
+    moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+    assert {i: moved.get(i) for i in (4, 5, 6)} == ({4: "embed", 5: "embed", 6: "embed"} if moves
+                                                    else {4: None, 5: None, 6: None})

@@ -226,7 +226,10 @@ first and the exporter merged the call's into it.
 Where the values are copies the file wrote for each reader, which one a call took is not known, but one written
 before the last call result found before the call began ran before it, with what computed it, and one computed
 from another copy written since that result (through what its reader computed) was made after that one by its
-reader: not the one taken. A call made the
+reader: not the one taken; nor is one computed from constants amid a call that ended before (a table that call made
+for its children: its own). Sizes measuring nothing but model inputs a call took itself (the very tensors the model
+was given), written after the last call result found before it began and read within it alone, were measured by
+it (:attr:`Boundaries.measured_by`): a caller hands the tensor on and the call measures it. A call made the
 nodes computed from constants alone that hold its result (a table of positions at static sizes: the region
 leaves constants out), with the constants computed for them alone (:attr:`Boundaries.made_constant`). A module
 every call of which returned tensors of no element alone, of shapes no node of the file holds, ran no node the
@@ -239,7 +242,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 from modelexport_core.format.graph import SHAPE_OPS
 from modelexport_core.format.tags import common_ancestor, in_list_element, in_sibling_elements, is_ancestor
@@ -391,6 +394,11 @@ class Boundaries:
     """For each module called once whose call returned a new tensor equal to what it took (so bounded nothing):
     the nodes some node holding a value equal to one of its results was computed from, and those nodes. Exporters
     drop what nothing reads, so every node the call ran is among them."""
+    measured_by: dict[int, list[str]] = field(default_factory=dict)
+    """Of the ``sizes``, those measuring nothing but model inputs that a call took itself (the very tensors the
+    model was given, not a view of them), written after the last call result found before that call began and
+    computing none of what it took: for each, the modules of such calls. A caller hands a call the tensor and the
+    call measures it; where every reader of the size lies within such a call, the deepest one measured it."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -537,13 +545,15 @@ def constant_nodes(graph: "onnx.GraphProto", sizes: bool = False) -> set[int]:
 def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], events: list[Event],
                  model_inputs: list["np.ndarray"],
                  weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None,
-                 owned: Mapping[int, str] | None = None) -> Boundaries:
+                 owned: Mapping[int, str] | None = None, input_names: Sequence[str] = ()) -> Boundaries:
     """The region of every call whose boundary values settle it (module docstring), from ``values``: the
     file's node outputs on the inputs the model ran on (``model_inputs``). ``weight``: an initializer's value
     where the graph holds it without its data (else it is read from the graph). ``owned``: nodes reading a weight
     equal to a parameter or buffer of one module alone, with that module: a call runs no node reading the weights of
     a module neither within it nor among its callers, so values settling such a region (a result equal within
-    rounding to a later layer's, where its own holder is gone) settle nothing and the call is not bounded."""
+    rounding to a later layer's, where its own holder is gone) settle nothing and the call is not bounded.
+    ``input_names``: the graph inputs ``model_inputs`` were given as, in their order, where known
+    (:attr:`Boundaries.measured_by`)."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -919,6 +929,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     ran_after: dict[str, set[int]] = defaultdict(set)
     handed_on: dict[int, set[str]] = defaultdict(set)
     ended_inside: set[int] = set()  # the nodes of the regions of calls that ended, but their results
+    # the model's own input tensors (by the root call's keys), with the graph inputs equal to each
+    given_as: dict[Hashable, set[str]] = {
+        key: {name for name, array in zip(input_names, model_inputs) if name in graph_inputs
+              and array.shape == given.shape and array.dtype == given.dtype and np.array_equal(array, given)}
+        for event in events[:1] if event.begins for key, given in event.values}
+    taking_inputs: list[tuple[str, int, set[str]]] = []  # calls taking model inputs themselves: module, start, names
     ended_spans: list[tuple[int, int]] = []  # of each such region, its first kept node and its last result
 
     def ran_inside_ended(node: int) -> bool:
@@ -991,6 +1007,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             continue
         seen.update(key for key, _ in event.values)
         start, inputs, numbers, mark, fresh, after = begun.pop()
+        if inputs_taken := {name for key, _ in inputs for name in given_as.get(key, ())}:
+            taking_inputs.append((event.module, start, inputs_taken))
         ended = event.module
         ended_holding = set()
         # the call began once the values it took existed: the nodes they were computed from ran before it (back
@@ -1432,6 +1450,23 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     for module, nodes in calls_before:  # the nodes every call of a module ran after
         excluded[module] = nodes if module not in excluded else excluded[module] & nodes
     served = _served(of_inputs, readers)
+    # the graph inputs each size measures, where it measures nothing else: its shape reads read graph inputs or
+    # integers measuring them alone, and it reads no element of a graph input
+    measures: dict[int, frozenset[str]] = {}
+    for i in sorted(of_inputs):
+        node = graph.node[i]
+        if i in sizing:  # the sizes of a graph input, or of integers measuring graph inputs alone
+            read = [name for name in node.input if name]
+            if all(name in graph_inputs or producer.get(name) in measures for name in read):
+                measures[i] = frozenset({name for name in read if name in graph_inputs}).union(
+                    *(measures[producer[name]] for name in read if name in producer))
+        elif not any(name in graph_inputs for name in node.input) \
+                and all(j in measures or j in constant for j in made_from[i]) and any(j in measures for j in made_from[i]):
+            measures[i] = frozenset().union(*(measures[j] for j in made_from[i] if j in measures))
+    measured_by = {i: modules for i, names in measures.items()
+                   if i in served and (modules := sorted({module for module, start, names_taken in taking_inputs
+                                          if start < i and names <= names_taken and i not in given_by
+                                          and i not in excluded.get(module, ())}))}
     # a crop taking the whole of a value it reads, with the node making that value
     read_by: dict[str, int] = Counter(name for node in graph.node for name in node.input)
     crops = {i: producer[node.input[0]] for i, node in enumerate(graph.node)
@@ -1491,7 +1526,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), call_values,
                       dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back,
-                      returned_through, ended_before, feeding_results)
+                      returned_through, ended_before, feeding_results, measured_by)
 
 
 def _emptied(events: list[Event], values: dict[str, "np.ndarray"]) -> set[str]:
@@ -1985,7 +2020,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     integer computed from the model's inputs alone (``boundaries.sizes``), but where it is written while a call
     within that module ran, into that call, and out of a module every call of which began after it
     (:func:`_written_in`: exporters write nodes in the order they ran, and merge a size read again into the first
-    node reading it, which ran where it is written). A node inside
+    node reading it, which ran where it is written); a size measuring model inputs a call took itself, read within
+    that call alone, goes into it, readers moved or not (``boundaries.measured_by``). A node inside
     regions of calls on two lines of the tree goes to the call whose region lies within every other one (a
     module instance registered under two parents, called by the second: PyTorch names each of its calls by the
     first name); where no region does (a value the exporter shared), it is left as it is. A node tagged with a
@@ -2110,6 +2146,12 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             if i not in node_modules or not readers:
                 continue
             tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
+            if kind == "size" and (measuring := [m for m in boundaries.measured_by.get(i, ()) if is_ancestor(m, tag)]):
+                # sizes of model inputs a call took itself, read within it alone: it measured them
+                measurer = max(measuring, key=lambda module: len(module.split(".")) if module else 0)
+                if measurer != node_modules[i]:
+                    moved[i] = measurer
+                continue
             if kind == "size":  # a size read by several calls ran in the call running where it is written
                 tag = _written_in(i, tag, boundaries, calls_of)
             tag = _out_of_ran_before(i, tag, boundaries)  # not into a call it ran before
@@ -2395,7 +2437,8 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     positions = {key: i for i, key in enumerate(keys)}
     boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args],
                               _weight_reader(weights),
-                              {positions[key]: module for key, module in (owned or {}).items() if key in positions})
+                              {positions[key]: module for key, module in (owned or {}).items() if key in positions},
+                              list(ctx.input_names))
     constant = constant_nodes(graph)
     candidates = {i: _open_between(i, boundaries) for i in set(boundaries.handed_on) | set(boundaries.between)}
     owners = weight_owners(graph, ctx.model, candidates, _weight_reader(weights), boundaries.holding) \
