@@ -566,8 +566,11 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     index_names: set[str] = set()
     uniform: dict[tuple, list[int]] = defaultdict(list)  # values of one number repeated: by shape, type, number
     nearly: dict[tuple, list[str]] = defaultdict(list)  # and those within rounding of one number: by shape, type
+    empty: dict[tuple, list[int]] = defaultdict(list)  # the nodes holding tensors of no element: by shape, type
     for name, value in values.items():
-        if name in producer and hasattr(value, "dtype"):
+        if name in producer and hasattr(value, "dtype") and value.size == 0:
+            empty[(value.shape, value.dtype.str)].append(producer[name])
+        elif name in producer and hasattr(value, "dtype"):
             ends = extremes(value)  # read once for the three questions below
             if informative(value, ends=ends):
                 index.add(name, value, measure(value, ends))
@@ -576,6 +579,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                     nearly[(value.shape, value.dtype.str)].append(name)
             elif (number := _uniform(value)) is not None:
                 uniform[number].append(producer[name])
+
+    def holding_empty(array: "np.ndarray") -> list[int]:
+        """The nodes holding a tensor of no element of ``array``'s shape and type, in graph order: all are equal."""
+        return sorted(empty.get((array.shape, array.dtype.str), ()))
 
     def holding_one_number(array: "np.ndarray") -> list[int]:
         """The nodes holding a value of one number repeated, in graph order: those holding exactly that number, and
@@ -1662,15 +1669,23 @@ def _shaped_by(passing: list[int], made: set[int], region: set[int], made_from: 
 
 def _made_within(inputs: tuple[Value, ...], fresh: set[Hashable], floor: int, find: Callable[["np.ndarray"], list[str]],
                  producer: dict[str, int], is_input: Callable[["np.ndarray"], bool],
-                 copies: Callable[[list[int]], bool], descends: Callable[[int, int], bool]) -> list[int]:
+                 copies: Callable[[list[int]], bool], descends: Callable[[int, int], bool],
+                 holding_empty: Callable[["np.ndarray"], list[int]] | None = None) -> list[int]:
     """The nodes holding the new tensors a call takes (``fresh``: no call took or returned them before), each
     the first node equal to one, written after ``floor`` (every node holding a tensor met before), where every
-    other node equal to it is computed from it (it passed the value on: a norm at its initial statistics)."""
+    other node equal to it is computed from it (it passed the value on: a norm at its initial statistics). A tensor
+    of no element is equal to every other of its shape and type (``holding_empty``: the nodes holding those); those
+    written before ``floor`` hold tensors made before the caller began, not this new one."""
     made = []
     for key, array in inputs:
-        if key not in fresh or not informative(array) or is_input(array):
+        if key not in fresh or is_input(array):
             continue
-        holders = sorted(producer[name] for name in find(array))
+        if array.size == 0 and holding_empty is not None:  # (those before ``floor`` hold other tensors)
+            holders = [i for i in holding_empty(array) if i > floor]
+        elif informative(array):
+            holders = sorted(producer[name] for name in find(array))
+        else:
+            continue
         if holders and holders[0] > floor and not copies(holders) \
                 and all(descends(later, holders[0]) for later in holders[1:]):
             made.append(holders[0])
@@ -2146,9 +2161,11 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             if i not in node_modules or not readers:
                 continue
             tag = common_ancestor(moved.get(reader, node_modules.get(reader, "")) for reader in readers)
-            if kind == "size" and (measuring := [m for m in boundaries.measured_by.get(i, ()) if is_ancestor(m, tag)]):
-                # sizes of model inputs a call took itself, read within it alone: it measured them
-                measurer = max(measuring, key=lambda module: len(module.split(".")) if module else 0)
+            if kind == "size" and (measurer := _nearest_called(tag, boundaries)) in boundaries.measured_by.get(i, ()) \
+                    and all(_nearest_called(moved.get(r, node_modules.get(r, "")), boundaries) == measurer
+                            for r in readers):
+                # sizes of model inputs a call took itself, read by nothing but its own code: it measured them (not
+                # where a call within it reads them: exporters merge equal sizes, that call's own among them)
                 if measurer != node_modules[i]:
                     moved[i] = measurer
                 continue
