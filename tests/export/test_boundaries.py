@@ -2708,3 +2708,21 @@ def test_sizes_of_a_model_input_a_call_took_itself_read_within_it_alone_are_its_
     moved = hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
     assert {i: moved.get(i) for i in (4, 5, 6)} == ({4: "embed", 5: "embed", 6: "embed"} if moves
                                                     else {4: None, 5: None, 6: None})
+
+
+def test_an_empty_tensor_a_call_takes_right_after_its_caller_began_was_made_by_the_caller():
+    """The root computes m and hands it to layer; layer's own code cuts no row out of it (a boolean index that
+    selects nothing) and hands that empty tensor to norm, its first call. An empty tensor is equal to every other
+    of its shape and type, and the first written after the node holding what layer took is the one: the cut ran
+    in layer, though a strategy gave it to the root."""
+    graph, values = _run([helper.make_node("Sin", ["x"], ["m"]), ints("zero", [0]), ints("axis", [0]),
+                          helper.make_node("Slice", ["m", "zero", "zero", "axis"], ["e"]),
+                          helper.make_node("Relu", ["e"], ["n"]), helper.make_node("Tanh", ["m"], ["y"])], X)
+    assert values["e"].shape == (0, X.shape[1])
+    events = [Event(True, "", (("x", X),)), Event(True, "layer", (("x", X), ("m", values["m"]))),
+              Event(True, "layer.norm", (("e", values["e"]),)), Event(False, "layer.norm", (("n", values["n"]),)),
+              Event(False, "layer", (("y", values["y"]),)), Event(False, "", (("y", values["y"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.shaped_within.get(3) == "layer"
+    tags = {0: "", 1: "", 2: "", 3: "", 4: "layer.norm", 5: "layer"}
+    assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}).get(3) == "layer"
