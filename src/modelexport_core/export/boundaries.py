@@ -228,8 +228,8 @@ before the last call result found before the call began ran before it, with what
 from another copy written since that result (through what its reader computed) was made after that one by its
 reader: not the one taken; nor is one computed from constants amid a call that ended before (a table that call made
 for its children: its own). Sizes measuring nothing but model inputs a call took itself (the very tensors the model
-was given), written after the last call result found before it began and read within it alone, were measured by
-it (:attr:`Boundaries.measured_by`): a caller hands the tensor on and the call measures it. A call made the
+was given), written after the last call result found before it began and read by its own code alone, were
+measured by it (:attr:`Boundaries.measured_by`): a caller hands the tensor on and the call measures it. A call made the
 nodes computed from constants alone that hold its result (a table of positions at static sizes: the region
 leaves constants out), with the constants computed for them alone (:attr:`Boundaries.made_constant`). A module
 every call of which returned tensors of no element alone, of shapes no node of the file holds, ran no node the
@@ -398,7 +398,8 @@ class Boundaries:
     """Of the ``sizes``, those measuring nothing but model inputs that a call took itself (the very tensors the
     model was given, not a view of them), written after the last call result found before that call began and
     computing none of what it took: for each, the modules of such calls. A caller hands a call the tensor and the
-    call measures it; where every reader of the size lies within such a call, the deepest one measured it."""
+    call measures it; where every reader of the size is such a call's own code (none in a call it made: exporters
+    merge equal sizes of other tensors into one node), that call measured it."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -988,9 +989,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             seen.update(key for key, _ in event.values)
             opening = events[position - 1] if position and events[position - 1].begins else None
             # (the first node holding each tensor the caller took that no call took before, where one does)
-            first_holders: list[int | None] = [min((producer[name] for name in find(array)), default=None)
-                             for key, array in opening.values if key not in known and informative(array)
-                             and not is_input(array)] if opening is not None else []
+            first_holders: list[int | None] = [
+                min((producer[name] for name in find(array)), default=None) for key, array in opening.values
+                if key not in known and informative(array) and not is_input(array)] if opening is not None else []
             if opening is not None and calls_of[opening.module] == 1 and fresh and None not in first_holders:
                 opener = opening.module
                 # a new tensor a call takes right after its caller began (no call ended in between) was made by
@@ -2038,8 +2039,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     integer computed from the model's inputs alone (``boundaries.sizes``), but where it is written while a call
     within that module ran, into that call, and out of a module every call of which began after it
     (:func:`_written_in`: exporters write nodes in the order they ran, and merge a size read again into the first
-    node reading it, which ran where it is written); a size measuring model inputs a call took itself, read within
-    that call alone, goes into it, readers moved or not (``boundaries.measured_by``). A node inside
+    node reading it, which ran where it is written); a size measuring model inputs a call took itself, read by
+    that call's own code alone, goes into it, readers moved or not (``boundaries.measured_by``). A node inside
     regions of calls on two lines of the tree goes to the call whose region lies within every other one (a
     module instance registered under two parents, called by the second: PyTorch names each of its calls by the
     first name); where no region does (a value the exporter shared), it is left as it is. A node tagged with a
