@@ -2711,15 +2711,15 @@ def test_sizes_of_a_model_input_a_call_took_itself_read_within_it_alone_are_its_
 
 
 def test_an_empty_tensor_a_call_takes_right_after_its_caller_began_was_made_by_the_caller():
-    """The root computes m and hands it to layer; layer's own code cuts no row out of it (a boolean index that
+    """The root hands x to layer; layer's own code computes m from it, cuts no row out of m (a boolean index that
     selects nothing) and hands that empty tensor to norm, its first call. An empty tensor is equal to every other
-    of its shape and type, and the first written after the node holding what layer took is the one: the cut ran
+    of its shape and type, and the first written after the nodes holding what layer took is the one: the cut ran
     in layer, though a strategy gave it to the root."""
     graph, values = _run([helper.make_node("Sin", ["x"], ["m"]), ints("zero", [0]), ints("axis", [0]),
                           helper.make_node("Slice", ["m", "zero", "zero", "axis"], ["e"]),
                           helper.make_node("Relu", ["e"], ["n"]), helper.make_node("Tanh", ["m"], ["y"])], X)
     assert values["e"].shape == (0, X.shape[1])
-    events = [Event(True, "", (("x", X),)), Event(True, "layer", (("x", X), ("m", values["m"]))),
+    events = [Event(True, "", (("x", X),)), Event(True, "layer", (("x", X),)),
               Event(True, "layer.norm", (("e", values["e"]),)), Event(False, "layer.norm", (("n", values["n"]),)),
               Event(False, "layer", (("y", values["y"]),)), Event(False, "", (("y", values["y"]),))]
     boundaries = call_regions(graph, values, events, [X])
