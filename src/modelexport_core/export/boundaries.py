@@ -1672,7 +1672,7 @@ def _shaped_by(passing: list[int], made: set[int], region: set[int], made_from: 
 def _made_within(inputs: tuple[Value, ...], fresh: set[Hashable], floor: int, find: Callable[["np.ndarray"], list[str]],
                  producer: dict[str, int], is_input: Callable[["np.ndarray"], bool],
                  copies: Callable[[list[int]], bool], descends: Callable[[int, int], bool],
-                 holding_empty: Callable[["np.ndarray"], list[int]] | None = None) -> list[int]:
+                 holding_empty: Callable[["np.ndarray"], list[int]]) -> list[int]:
     """The nodes holding the new tensors a call takes (``fresh``: no call took or returned them before), each
     the first node equal to one, written after ``floor`` (every node holding a tensor met before), where every
     other node equal to it is computed from it (it passed the value on: a norm at its initial statistics). A tensor
@@ -1682,7 +1682,7 @@ def _made_within(inputs: tuple[Value, ...], fresh: set[Hashable], floor: int, fi
     for key, array in inputs:
         if key not in fresh or is_input(array):
             continue
-        if array.size == 0 and holding_empty is not None:  # (those before ``floor`` hold other tensors)
+        if array.size == 0:  # (those before ``floor`` hold other tensors)
             holders = [i for i in holding_empty(array) if i > floor]
         elif informative(array):
             holders = sorted(producer[name] for name in find(array))
