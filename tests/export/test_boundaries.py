@@ -87,12 +87,20 @@ def test_tags_move_into_the_call_that_ran_them_and_out_of_calls_that_did_not():
     assert moved == {0: "first", 2: "second", 4: "", 3: ""}
 
 
-def test_an_input_passed_on_unchanged_is_the_first_of_its_run():
+@pytest.mark.parametrize("taken", ["first result", "a copy"])
+def test_a_new_tensor_no_call_returned_is_not_held_by_the_node_holding_an_earlier_result(taken):
+    """second takes a tensor equal to a (first's result) and to a2 (a plus zero). Where it is the very tensor first
+    returned, second took a, or a2 in its own code: the Add is unsure. Where it is a tensor no call returned, code
+    made it after first returned, and a node holds one tensor: the Add made it, before second began."""
     graph, values, x = _graph()
-    # second takes a new tensor equal to a and to a2 (a plus zero): it took a, or a2 in its own code
-    boundaries = call_regions(graph, values, _events(values, x, second_takes=("a2", "a copy")), [x])
+    boundaries = call_regions(graph, values, _events(values, x, second_takes=("a2", taken)), [x])
     regions = {region.module: region for region in boundaries.regions}
-    assert regions["second"].nodes == {2} and regions["second"].unsure == {1}
+    assert regions["second"].nodes == {2}
+    assert regions["second"].unsure == ({1} if taken == "first result" else set())
+    constant = constant_nodes(graph)
+    moved = hold_boundaries({0: "first", 1: "second", 2: "second", 3: "second", 4: "second"}, boundaries, constant,
+                            made_for_readers(graph, constant))
+    assert (1 in moved) == (taken == "a copy") and moved.get(1, "") == ""
 
 
 def test_an_input_equal_to_two_unrelated_earlier_values_bounds_nothing_out():

@@ -1075,7 +1075,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         ended_inside, returned_later(position), folded, reads_beside,
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
-                        model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later)
+                        model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
+                        returned_by)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1729,6 +1730,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            sized_beside: Callable[[int, int, set[int]], bool] = lambda later, earlier, taken: False,
            given: "set[Hashable] | frozenset[Hashable]" = frozenset(), remade_inside: bool = False,
            made_later: Callable[[Hashable, list[int]], bool] = lambda key, holders: False,
+           returned: "set[Hashable] | frozenset[Hashable] | Mapping[Hashable, str]" = frozenset(),
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1769,11 +1771,25 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     values do not say which node holds it, so the call is not bounded. An input of one number repeated is held by
     the one node holding that value, or by the first of several each passing the one before on, all written before
     the call's results and before any result of a call it made (after one, they are the call's own: a view the
-    exporter replayed where it was read); else the nodes holding it are unsure.
+    exporter replayed where it was read); else the nodes holding it are unsure. ``returned``: the tensors calls
+    returned. A tensor the call took that none returned was made by code, a node, not by a call
+    the exporter folded away: a node holds one tensor, so of the nodes holding its value none known to hold another
+    tensor holds it, where others do (the windows of a map one window covers are a new tensor, held where they were
+    cut, not by the norm whose result they equal).
     """
     start, inner = span
     claimed, mark = claims
-    taken = {producer[name] for _, array in inputs if informative(array) for name in find(array)}
+    met = set(known.values())  # the nodes known to hold tensors met before
+
+    def holders_of(key: Hashable, array: "np.ndarray") -> list[int]:
+        """The nodes holding a tensor the call took: of one no call returned, none known to hold another tensor,
+        where another node holds its value (see ``returned``)."""
+        found = [producer[name] for name in find(array)]
+        if key in returned:
+            return found
+        return [i for i in found if i not in met or i == known.get(key)] or found
+
+    taken = {i for key, array in inputs if informative(array) for i in holders_of(key, array)}
 
     def sized_from(chain: list[int]) -> int:
         """The last place in ``chain`` (nodes passing a value the call took on, in order) of a node reading sizes
@@ -1863,13 +1879,17 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             sources.extend(held)
             unsure.update(held)
             continue
+        # a tensor met for the first time is none a node holding a tensor met before holds, where the others are
+        # one run (a slice of a concatenation giving back a layer's result); nor, where it is one no call returned
+        # (see ``returned``), where the others holding it are one run
+        holding = set(known.values())
+        newer = [i for i in before if i not in holding]
         if not one_run(before):
-            # not one value run on: a tensor met for the first time is none a node holding a tensor met before
-            # holds, where the others are one run (a slice of a concatenation giving back a layer's result)
-            holding = set(known.values())
-            before = [i for i in before if i not in holding]
+            before = newer
             if not before or not one_run(before):
                 return None  # which one it took is not settled
+        elif key not in returned and newer and len(newer) < len(before) and one_run(newer):
+            before = newer
         sources.append(before[0])  # the value ran on unchanged: the call took the first, or one after it
         sources.extend(before[1:])
         # (at or after the last node reading other data beside it, where the call took this tensor alone)
