@@ -2734,3 +2734,33 @@ def test_an_empty_tensor_a_call_takes_right_after_its_caller_began_was_made_by_t
     assert boundaries.shaped_within.get(3) == "layer"
     tags = {0: "", 1: "", 2: "", 3: "", 4: "layer.norm", 5: "layer"}
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}).get(3) == "layer"
+
+
+def test_windows_one_window_covers_are_cut_by_the_caller_not_the_call_taking_them():
+    """block pads norm's result by amounts computed from its sizes (all zero) and cuts it into windows by those
+    sizes (one window covers the map): the windows equal norm's result, but they are a tensor no call returned,
+    and the node holding norm's result holds that one. The windows are held where they were cut, so the padding, the
+    cut and the sizes they read are block's; attn, and the inner call that took the windows first, ran none of
+    them, and the cut bounds them both (the sizes it reads are of a tensor neither took)."""
+    nodes = [helper.make_node("Tanh", ["x"], ["n"]),  # block.norm
+             helper.make_node("Shape", ["n"], ["sh"]),
+             helper.make_node("Sub", ["sh", "sh"], ["z"]),
+             helper.make_node("Concat", ["z", "z"], ["pads"], axis=0),
+             helper.make_node("Pad", ["n", "pads"], ["p"]),
+             helper.make_node("Reshape", ["p", "sh"], ["r"]),
+             helper.make_node("Sin", ["r"], ["s"]),  # block.attn.inner
+             helper.make_node("Mul", ["s", "two"], ["o"])]  # block.attn
+    graph, values = _run(nodes, X, {"two": np.full(3, 2.0, np.float32)})
+    r = values["r"]
+    events = [Event(True, "block", (("x", X),)),
+              Event(True, "block.norm", (("x", X),)), Event(False, "block.norm", (("n", values["n"]),)),
+              Event(True, "block.attn", (("r", r),)), Event(True, "block.attn.inner", (("r", r),)),
+              Event(False, "block.attn.inner", (("s", values["s"]),)),
+              Event(False, "block.attn", (("o", values["o"]),)), Event(False, "block", (("o", values["o"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["block.attn"].unsure == regions["block.attn.inner"].unsure == set()
+    constant = constant_nodes(graph)
+    tags = {0: "block.norm", **{i: "block.attn" for i in (1, 2, 3, 4, 5, 7)}, 6: "block.attn.inner"}
+    assert hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant)) == \
+        {i: "block" for i in range(1, 6)}
