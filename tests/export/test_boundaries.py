@@ -2764,3 +2764,24 @@ def test_windows_one_window_covers_are_cut_by_the_caller_not_the_call_taking_the
     tags = {0: "block.norm", **{i: "block.attn" for i in (1, 2, 3, 4, 5, 7)}, 6: "block.attn.inner"}
     assert hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant)) == \
         {i: "block" for i in range(1, 6)}
+
+
+def test_a_split_holds_every_part_it_makes():
+    """block splits x in two; a takes the first part, b the second, and b casts it to the type it has (a norm
+    computing in float32) before its sine. The split holds both parts: that it holds the part a took does not
+    say b took its part from the cast, so b's cast stays b's."""
+    x = np.concatenate([X, X[::-1] * 0.5], axis=1)
+    nodes = [helper.make_node("Split", ["x"], ["s0", "s1"], axis=1),
+             helper.make_node("Tanh", ["s0"], ["t"]),  # block.a
+             helper.make_node("Cast", ["s1"], ["c"], to=TensorProto.FLOAT),  # block.b
+             helper.make_node("Sin", ["c"], ["n"]),  # block.b
+             helper.make_node("Add", ["t", "n"], ["r"])]
+    graph, values = _run(nodes, x)
+    events = [Event(True, "block", (("x", x),)),
+              Event(True, "block.a", (("s0", values["s0"]),)), Event(False, "block.a", (("t", values["t"]),)),
+              Event(True, "block.b", (("s1", values["s1"]),)), Event(False, "block.b", (("n", values["n"]),)),
+              Event(False, "block", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [x])
+    constant = constant_nodes(graph)
+    tags = {0: "block", 1: "block.a", 2: "block.b", 3: "block.b", 4: "block"}
+    assert 2 not in hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))

@@ -561,6 +561,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
 
     producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
     constant = constant_nodes(graph)
+    several = {i for i, node in enumerate(graph.node) if sum(1 for name in node.output if name) > 1}  # a split's
     floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
     sizes = {tensor.name: int(np.prod(tensor.dims)) if tensor.data_type in floats else 0 for tensor in graph.initializer}
     index: ValueIndex[str] = ValueIndex()
@@ -1076,7 +1077,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
                         model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
-                        returned_by)
+                        returned_by, several)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1731,6 +1732,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            given: "set[Hashable] | frozenset[Hashable]" = frozenset(), remade_inside: bool = False,
            made_later: Callable[[Hashable, list[int]], bool] = lambda key, holders: False,
            returned: "set[Hashable] | frozenset[Hashable] | Mapping[Hashable, str]" = frozenset(),
+           several: "set[int] | frozenset[int]" = frozenset(),
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1773,13 +1775,13 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     the call's results and before any result of a call it made (after one, they are the call's own: a view the
     exporter replayed where it was read); else the nodes holding it are unsure. ``returned``: the tensors calls
     returned. A tensor the call took that none returned was made by code, a node, not by a call
-    the exporter folded away: a node holds one tensor, so of the nodes holding its value none known to hold another
-    tensor holds it, where others do (the windows of a map one window covers are a new tensor, held where they were
-    cut, not by the norm whose result they equal).
+    the exporter folded away: a node of one output (not one of ``several``, a split's) holds one tensor, so of the
+    nodes holding its value none known to hold another tensor holds it, where others do (the windows of a map one
+    window covers are a new tensor, held where they were cut, not by the norm whose result they equal).
     """
     start, inner = span
     claimed, mark = claims
-    met = set(known.values())  # the nodes known to hold tensors met before
+    met = set(known.values()) - several  # the nodes of one output known to hold tensors met before
 
     def holders_of(key: Hashable, array: "np.ndarray") -> list[int]:
         """The nodes holding a tensor the call took: of one no call returned, none known to hold another tensor,
@@ -1879,17 +1881,16 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             sources.extend(held)
             unsure.update(held)
             continue
-        # a tensor met for the first time is none a node holding a tensor met before holds, where the others are
-        # one run (a slice of a concatenation giving back a layer's result); nor, where it is one no call returned
-        # (see ``returned``), where the others holding it are one run
-        holding = set(known.values())
-        newer = [i for i in before if i not in holding]
         if not one_run(before):
-            before = newer
+            # not one value run on: a tensor met for the first time is none a node holding a tensor met before
+            # holds, where the others are one run (a slice of a concatenation giving back a layer's result)
+            holding = set(known.values())
+            before = [i for i in before if i not in holding]
             if not before or not one_run(before):
                 return None  # which one it took is not settled
-        elif key not in returned and newer and len(newer) < len(before) and one_run(newer):
-            before = newer
+        elif key not in returned and (alone := [i for i in before if i not in met]) and len(alone) < len(before) \
+                and one_run(alone):
+            before = alone  # one no call returned: none a node of one output holding a tensor met before holds
         sources.append(before[0])  # the value ran on unchanged: the call took the first, or one after it
         sources.extend(before[1:])
         # (at or after the last node reading other data beside it, where the call took this tensor alone)
