@@ -249,6 +249,9 @@ def transformers_overrides(config_class: type, sizes: Config, rng: random.Random
     put(_POSITIONS, 128)
     put(("vocab_size",), sizes["vocab"])
     put(("image_size",), sizes["image"])
+    if _pair(pair := values.get("image_size")):  # (height, width): the drawn height; the width as drawn where the
+        wide = pair[1] != pair[0]  # default is square, else half as large again
+        overrides["image_size"] = [sizes["image"], sizes["image"] * 3 // 2 if wide else sizes["image"]]
     put(("patch_size",), sizes["patch"])
     put(("num_labels",), sizes["classes"])
     put(("window_size", "attention_window_size"), 2)
@@ -271,6 +274,12 @@ def transformers_overrides(config_class: type, sizes: Config, rng: random.Random
                 except Exception:  # a sub-config that cannot be made alone keeps its defaults
                     continue
     return overrides
+
+
+def _pair(value: Any) -> bool:
+    """Whether a config value is a (height, width) pair of sizes."""
+    return isinstance(value, (list, tuple)) and len(value) == 2 and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value)
 
 
 def _transformers_classes(model_type: str) -> tuple[type, type]:
@@ -343,7 +352,8 @@ def inputs_for(model: "nn.Module", sizes: Config, batch: int) -> Inputs:
 def _with_ints(value: Any, names: tuple[str, ...], change: Callable[[int], int]) -> Any:
     """``value`` (a config's overrides, nested configs too) with every int under one of ``names`` changed."""
     if isinstance(value, dict):
-        return {k: (change(v) if k in names and isinstance(v, int) else _with_ints(v, names, change))
+        return {k: (change(v) if k in names and isinstance(v, int) else [change(x) for x in v]
+                    if k in names and _pair(v) else _with_ints(v, names, change))
                 for k, v in value.items()}
     return value
 

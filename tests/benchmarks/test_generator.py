@@ -3,6 +3,7 @@ seed, and drawn models build and run (benchmarks/generator.py)."""
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 
@@ -79,3 +80,13 @@ def test_a_family_that_rejects_its_drawn_sizes_gets_aligned_widths_then_a_larger
     assert aligned["config"] == {"intermediate_size": 32, "hidden_size": 37, "image_size": 32,
                                  "text_config": {"moe_intermediate_size": 96}}
     assert larger["sizes"]["image"] == 128 and larger["config"]["image_size"] == 128
+
+
+def test_an_image_size_given_as_height_and_width_is_drawn_too():
+    """A config whose image size is a (height, width) pair gets the drawn size, not its default (hundreds of pixels:
+    thousands of patches)."""
+    from transformers import YolosConfig
+
+    sizes = generator.draw_sizes(random.Random(0))
+    overrides = generator.transformers_overrides(YolosConfig, sizes, random.Random(0))
+    assert overrides["image_size"] == [sizes["image"], sizes["image"] * 3 // 2]
