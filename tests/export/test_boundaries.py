@@ -2785,3 +2785,49 @@ def test_a_split_holds_every_part_it_makes():
     constant = constant_nodes(graph)
     tags = {0: "block", 1: "block.a", 2: "block.b", 3: "block.b", 4: "block"}
     assert 2 not in hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant))
+
+
+ROW = np.array([[0.5, -1.5, 2.5]], dtype=np.float32)
+
+
+@pytest.mark.parametrize("weight", [True, False])
+def test_a_weight_a_call_took_is_held_by_no_node(weight):
+    """interp takes a weight equal to the row repeated (the exporter wrote the row alone) and returns a new tensor of
+    that value, expanded to the sizes of x (which the caller read). No node computes a weight: the node holding that
+    value is interp's result, and interp is bounded. Where what it took is not a weight but a tensor code made, equal
+    to its result, interp may have handed it back: it is not bounded."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Shape", ["x"], ["s"]),
+                          helper.make_node("Expand", ["row", "s"], ["w2"]), helper.make_node("Add", ["a", "w2"], ["c"])],
+                         X, {"row": ROW})
+    taken = np.repeat(ROW, 2, axis=0)
+    events = [Event(True, "", (("x", X),)), Event(True, "first", (("x", X),)),
+              Event(False, "first", (("a", values["a"]),)),
+              Event(True, "interp", (("W", taken),), (), frozenset({"W"} if weight else ())),
+              Event(False, "interp", (("w2", values["w2"]),)), Event(False, "", (("c", values["c"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    if weight:
+        assert regions["interp"].nodes == {2} and "interp" not in boundaries.unbounded
+    else:
+        assert "interp" in boundaries.unbounded
+
+
+def test_a_result_of_one_number_repeated_is_held_before_what_later_calls_took_was_made():
+    """interp takes a weight of zeros and returns zeros expanded to the sizes of x; the caller adds them to first's
+    result and hands that to second, and later computes zeros of its own (x minus x). Of the nodes holding zeros,
+    interp's result was written before the node that made what second took (one of those holding its value)."""
+    zeros = np.zeros((1, 3), dtype=np.float32)
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Shape", ["x"], ["s"]),
+                          helper.make_node("Expand", ["zero", "s"], ["w2"]), helper.make_node("Add", ["a", "w2"], ["c"]),
+                          helper.make_node("Sub", ["x", "x"], ["z"]), helper.make_node("Tanh", ["c"], ["t"]),
+                          helper.make_node("Concat", ["t", "z"], ["u"], axis=0)], X, {"zero": zeros})
+    events = [Event(True, "", (("x", X),)), Event(True, "first", (("x", X),)),
+              Event(False, "first", (("a", values["a"]),)),
+              Event(True, "interp", (("W", np.zeros((2, 3), dtype=np.float32)),), (), frozenset({"W"})),
+              Event(False, "interp", (("w2", values["w2"]),)),
+              Event(True, "second", (("c", values["c"]),)), Event(False, "second", (("t", values["t"]),)),
+              Event(False, "", (("u", values["u"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert regions["interp"].nodes == {2} and "interp" not in boundaries.unbounded
+    assert regions["second"].nodes == {5}

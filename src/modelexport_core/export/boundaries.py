@@ -291,6 +291,8 @@ class Event:
     from a tensor, when exported, are nodes of the file whose values the hooks do not see). None where the
     calls were recorded under the TorchScript exporter's trace: there such sizes are tensors, and a number
     that is not one is a constant of the trace (:func:`recording_calls`)."""
+    weights: frozenset[Hashable] = frozenset()
+    """The keys of the values that are the model's own parameters and buffers: no node of the file computes one."""
 
 
 @dataclass
@@ -482,10 +484,14 @@ def recording_calls(model: "torch.nn.Module") -> Iterator[list[Event]]:
         # a plain number: the file holds it as a constant)
         return () if torch._C._get_tracing_state() is not None else tuple(_numbers_in(found))
 
+    own = {id(tensor) for tensor in (*model.parameters(), *model.buffers())}  # the model's weights
     handles = []
     for qualname, module in model.named_modules():
         def begin(_: object, args: tuple, kwargs: dict, name: str = qualname) -> None:
-            events.append(Event(True, name, values((args, kwargs)), numbers((args, kwargs))))
+            taken = values((args, kwargs))
+            mine = frozenset(key for (key, _), tensor in zip(taken, tensors_in((args, kwargs)))
+                             if id(tensor) in own)
+            events.append(Event(True, name, taken, numbers((args, kwargs)), mine))
 
         def end(_: object, args: tuple, kwargs: dict, output: object, name: str = qualname) -> None:
             events.append(Event(False, name, values(output)))
@@ -924,6 +930,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     undecided: dict[int, set[str]] = defaultdict(set)
     calls_before: list[tuple[str, set[int]]] = []  # each call's module, with the nodes that ran before it began
     seen: set[Hashable] = set()  # the tensors some call took or returned so far
+    weights = frozenset(key for event in events for key in event.weights)  # no node computes one: see Event.weights
     returned_by: dict[Hashable, str] = {}  # each tensor a call returned: the module of the first call returning it
     made_since: dict[Hashable, int] = {}  # each tensor a call running nodes returned (not one it took): where it began
     between: dict[int, tuple[str, str]] = {}
@@ -975,6 +982,19 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if other_key != key and other.shape == array.shape and other.dtype == array.dtype
             and same_values(other, array)})
 
+    def made_after(position: int, start: int) -> Callable[[], int | None]:
+        """A node the call ending at ``position`` wrote its results before: the last node holding the value of the
+        first tensor a later call took or returned that no call took or returned before that call ended (nor the
+        model's input, nor a weight). That tensor was computed after the call ended, so the node that made it, one
+        of those holding its value, comes after the call's own nodes. None where no node holds it."""
+        def first() -> int | None:
+            for later in events[position + 1:]:
+                for key, array in later.values:
+                    if key not in seen and key not in weights and informative(array) and not is_input(array):
+                        return max((producer[name] for name in find(array)), default=None)
+            return None
+        return first
+
     given_by: set[int] = set()  # the nodes that may hold a value a bounded call took
     returned_through: dict[int, tuple[str, str]] = {}
     bounded_at: dict[str, CallRegion] = {}  # each module's last bounded call's region
@@ -986,7 +1006,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     read_later: dict[int, tuple[str, set[int]]] = {}  # those casts: the call, and their readers after it
     for position, event in enumerate(events):
         if event.begins:
-            fresh = {key for key, _ in event.values if key not in seen}
+            fresh = {key for key, _ in event.values if key not in seen and key not in weights}
             seen.update(key for key, _ in event.values)
             opening = events[position - 1] if position and events[position - 1].begins else None
             if opening is not None and calls_of[opening.module] == 1 and fresh and all(
@@ -1031,7 +1051,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         # call result found before it began (``start``) ran before it, as did what computed that copy
         taken = [known[key] if key in known else min([i for i in holders if not ran_inside_ended(i)] or holders)
                  for key, array in inputs
-                 if key in known or informative(array) and not is_input(array)
+                 if key in known or informative(array) and not is_input(array) and key not in weights
                  and (holders := [producer[name] for name in find(array)])
                  and not made_later(key, holders)  # (else the values do not say which node held it)
                  and (not copies(holders) or min(holders) <= start)]
@@ -1040,7 +1060,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         calls_before.append((event.module, ran_before))
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
                     if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)
-                    and not apart_from_what_it_took(array, given_key, mark)]
+                    and not apart_from_what_it_took(array, given_key, mark)
+                    and (key == given_key or given_key not in weights)]  # (a new tensor equal to a weight it
+        # took was computed by the call: no node computes a weight, see Event.weights)
         # a tensor the call took and handed back as it was (a stack returning its input among every layer's
         # states) was made before it began: where the call returned more, those bound it
         handed_back = {key for key, given_key in returned if key == given_key}
@@ -1077,7 +1099,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
                         model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
-                        returned_by, several)
+                        returned_by, several, weights, made_after(position, start))
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1733,6 +1755,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            made_later: Callable[[Hashable, list[int]], bool] = lambda key, holders: False,
            returned: "set[Hashable] | frozenset[Hashable] | Mapping[Hashable, str]" = frozenset(),
            several: "set[int] | frozenset[int]" = frozenset(),
+           weights: "set[Hashable] | frozenset[Hashable]" = frozenset(),
+           made_after: Callable[[], int | None] = lambda: None,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1778,6 +1802,11 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     the exporter folded away: a node of one output (not one of ``several``, a split's) holds one tensor, so of the
     nodes holding its value none known to hold another tensor holds it, where others do (the windows of a map one
     window covers are a new tensor, held where they were cut, not by the norm whose result they equal).
+    ``weights``: the tensors that are the model's own parameters and buffers. No node computes one (the file holds
+    it as an initializer, or the exporter folded it into what reads it: position embeddings cut into parts), so one
+    a call took places no node, however equal a node's value. ``made_after``: a node the call's results were written
+    before, or None: of the nodes holding a result of one number repeated, only those before it may hold it (zeros
+    a later layer computed, equal to the zeros the call returned).
     """
     start, inner = span
     claimed, mark = claims
@@ -1791,7 +1820,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             return found
         return [i for i in found if i not in met or i == known.get(key)] or found
 
-    taken = {i for key, array in inputs if informative(array) for i in holders_of(key, array)}
+    taken = {i for key, array in inputs if informative(array) and key not in weights for i in holders_of(key, array)}
 
     def sized_from(chain: list[int]) -> int:
         """The last place in ``chain`` (nodes passing a value the call took on, in order) of a node reading sizes
@@ -1809,7 +1838,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         every other is computed from it through a value that tells something (a later layer's); else None (it
         places no node: the value may have run on through nodes that tell nothing, a chain of faded
         activations)."""
-        held = [i for i in holding_one_number(array) if i > start and claimed.get(i, mark) >= mark]
+        bound = made_after()
+        held = [i for i in holding_one_number(array) if i > start and claimed.get(i, mark) >= mark
+                and (bound is None or i < bound)]
         return held[0] if held and all(descends(i, held[0]) and not descends_telling_nothing(i, held[0])
                                        for i in held[1:]) else None
 
@@ -1837,6 +1868,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             settled = sized_from(chain)
             sources.extend(chain)
             unsure.update(chain[settled + 1:])
+            continue
+        if key in weights:
             continue
         if is_input(array):  # the model's input, or a node passing it on (a view of it) before the call
             passed = [i for name in find(array) if (i := producer[name]) < first] if informative(array) else []
