@@ -2831,3 +2831,27 @@ def test_a_result_of_one_number_repeated_is_held_before_what_later_calls_took_wa
     regions = {region.module: region for region in boundaries.regions}
     assert regions["interp"].nodes == {2} and "interp" not in boundaries.unbounded
     assert regions["second"].nodes == {5}
+
+
+def test_what_computed_a_node_that_ran_before_a_call_ran_before_it_and_before_the_calls_it_made():
+    """The caller expands a constant mask of zeros (its sizes computed from constants) and hands it to second, which
+    hands it to inner. The expand moves nothing, so its value equals the mask's: it ran before second (a tensor
+    second took, new to it, passing an earlier value on). So did the sizes it read, and so neither they nor the
+    expand went into inner, although inner's nodes alone read them."""
+    graph, values = _run([helper.make_node("Relu", ["x"], ["a"]),
+                          helper.make_node("Constant", [], ["z"],
+                                           value=numpy_helper.from_array(np.zeros((2, 3), np.float32))),
+                          ints("shape", [2, 3]), helper.make_node("Abs", ["shape"], ["sizes"]),
+                          helper.make_node("Expand", ["z", "sizes"], ["m"]),
+                          helper.make_node("Concat", ["a", "m"], ["s"], axis=0), helper.make_node("Tanh", ["s"], ["t"]),
+                          helper.make_node("Neg", ["t"], ["r"])], X)
+    taken = (("a", values["a"]), ("m", values["m"]))
+    events = [Event(True, "", (("x", X),)), Event(True, "first", (("x", X),)),
+              Event(False, "first", (("a", values["a"]),)), Event(True, "second", taken),
+              Event(True, "second.inner", taken), Event(False, "second.inner", (("t", values["t"]),)),
+              Event(False, "second", (("r", values["r"]),)), Event(False, "", (("r", values["r"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert {2, 3, 4} <= boundaries.ran_before["second"]
+    constant = constant_nodes(graph)
+    tags = {0: "first", 1: "", 2: "", 3: "", 4: "", 5: "second.inner", 6: "second.inner", 7: "second"}
+    assert hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant)) == {}

@@ -1482,6 +1482,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     excluded: dict[str, set[int]] = {}
     for module, nodes in calls_before:  # the nodes every call of a module ran after
         excluded[module] = nodes if module not in excluded else excluded[module] & nodes
+    for module, nodes in excluded.items():  # and what computed them (back to the first of them): before them
+        excluded[module] = ancestors(nodes, min(nodes) - 1) if nodes else nodes
     served = _served(of_inputs, readers)
     # the graph inputs each size measures, where it measures nothing else: its shape reads read graph inputs or
     # integers measuring them alone, and it reads no element of a graph input
@@ -2446,7 +2448,9 @@ def _running_call(node: int, tag: str, boundaries: Boundaries, readers: list[str
     """The call a constant made for its readers ran in, where its tag lies outside it: the deepest bounded call
     written around it (between two nodes that ran in it: it ran while that call ran; or after the last node
     holding a value the call took and before its first node: the caller would have handed over a constant it made
-    for the call's nodes alone) whose module holds every reader and which did not take it from its caller. None where no call holds it, or its tag lies within that
+    for the call's nodes alone) whose module holds every reader and which did not take it from its caller (nor did
+    a call it ran within: what ran before a call ran before the calls it made). None where no call holds it, or its
+    tag lies within that
     call (a constant written just before a child call's first node may be the child's own, or one the exporter
     merged with equal constants of other calls: the values cannot say)."""
     readers_at = common_ancestor(readers)
@@ -2454,7 +2458,7 @@ def _running_call(node: int, tag: str, boundaries: Boundaries, readers: list[str
                if region.span is not None
                and (region.span[0] if region.began is None else region.began) < node < region.span[1]
                and is_ancestor(region.module, readers_at)
-               and node not in boundaries.ran_before.get(region.module, ())]
+               and _out_of_ran_before(node, region.module, boundaries) == region.module]
     deepest = _deepest(holding)  # each holds every reader: they lie on one line
     return None if deepest is None or is_ancestor(deepest, tag) else deepest
 
