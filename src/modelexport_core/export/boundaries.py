@@ -1840,9 +1840,9 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         every other is computed from it through a value that tells something (a later layer's); else None (it
         places no node: the value may have run on through nodes that tell nothing, a chain of faded
         activations)."""
-        bound = made_after()
-        held = [i for i in holding_one_number(array) if i > start and claimed.get(i, mark) >= mark
-                and (bound is None or i < bound)]
+        held = [i for i in holding_one_number(array) if i > start and claimed.get(i, mark) >= mark]
+        if len(held) > 1 and (bound := made_after()) is not None:  # (where one is before it: else the nodes
+            held = [i for i in held if i < bound] or held  # holding the later tensor were not told apart)
         return held[0] if held and all(descends(i, held[0]) and not descends_telling_nothing(i, held[0])
                                        for i in held[1:]) else None
 
