@@ -1482,8 +1482,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     excluded: dict[str, set[int]] = {}
     for module, nodes in calls_before:  # the nodes every call of a module ran after
         excluded[module] = nodes if module not in excluded else excluded[module] & nodes
-    for module, nodes in excluded.items():  # and what computed them (back to the first of them): before them
-        excluded[module] = ancestors(nodes, min(nodes) - 1) if nodes else nodes
+    for module, nodes in excluded.items():  # and what computed them from weights, constants and sizes alone (back
+        # to the first of them: the sizes a mask built at fixed sizes was expanded to) ran before them; not their
+        # data, which the values the calls took bound (where a value matched wrongly, it would carry the error on)
+        excluded[module] = ancestors(nodes, min(nodes) - 1, within=data_free) if nodes else nodes
     served = _served(of_inputs, readers)
     # the graph inputs each size measures, where it measures nothing else: its shape reads read graph inputs or
     # integers measuring them alone, and it reads no element of a graph input
