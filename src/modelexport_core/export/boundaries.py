@@ -2452,9 +2452,8 @@ def _running_call(node: int, tag: str, boundaries: Boundaries, readers: list[str
     holding a value the call took and before its first node: the caller would have handed over a constant it made
     for the call's nodes alone) whose module holds every reader and which did not take it from its caller (nor did
     a call it ran within: what ran before a call ran before the calls it made). None where no call holds it, or its
-    tag lies within that
-    call (a constant written just before a child call's first node may be the child's own, or one the exporter
-    merged with equal constants of other calls: the values cannot say)."""
+    tag lies within that call (a constant written just before a child call's first node may be the child's own, or
+    one the exporter merged with equal constants of other calls: the values cannot say)."""
     readers_at = common_ancestor(readers)
     holding = [region.module for region in boundaries.regions
                if region.span is not None
