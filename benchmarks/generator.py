@@ -350,11 +350,17 @@ def inputs_for(model: "nn.Module", sizes: Config, batch: int) -> Inputs:
 
 
 def _with_ints(value: Any, names: tuple[str, ...], change: Callable[[int], int]) -> Any:
-    """``value`` (a config's overrides, nested configs too) with every int under one of ``names`` changed."""
+    """``value`` (a config's overrides, nested configs too) with every int, and each int of every (height, width)
+    pair, under one of ``names`` changed."""
+    def changed(key: str, item: Any) -> Any:
+        if key not in names:
+            return _with_ints(item, names, change)
+        if isinstance(item, int):
+            return change(item)
+        return [change(x) for x in item] if _pair(item) else _with_ints(item, names, change)
+
     if isinstance(value, dict):
-        return {k: (change(v) if k in names and isinstance(v, int) else [change(x) for x in v]
-                    if k in names and _pair(v) else _with_ints(v, names, change))
-                for k, v in value.items()}
+        return {k: changed(k, v) for k, v in value.items()}
     return value
 
 
