@@ -2855,3 +2855,32 @@ def test_what_computed_a_node_that_ran_before_a_call_ran_before_it_and_before_th
     constant = constant_nodes(graph)
     tags = {0: "first", 1: "", 2: "", 3: "", 4: "", 5: "second.inner", 6: "second.inner", 7: "second"}
     assert hold_boundaries(tags, boundaries, constant, made_for_readers(graph, constant)) == {}
+
+
+@pytest.mark.parametrize("owned", [True, False])
+def test_a_node_reading_a_weight_of_a_call_made_inside_holds_none_of_the_callers_own_new_tensors(owned):
+    """block takes tanh(x); mixer scales it, ref adds its own tiny weight to it (a norm at its initial statistics:
+    a new tensor equal to what it took); block subtracts ref's result from mixer's, scales the difference by a
+    tiny weight of its own and adds that to what it took (a new tensor equal to it again), which after takes.
+    block's result equals the value ref's node holds, but that node reads ref's weight: ref ran it, so block's own
+    code made its result after, by the add computed from it; after ran none of block's nodes. Without owners the
+    values do not tell the two apart."""
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["h"]), helper.make_node("Mul", ["h", "wm"], ["m"]),
+                          helper.make_node("Add", ["h", "wr"], ["r"]), helper.make_node("Sub", ["m", "r"], ["d"]),
+                          helper.make_node("Mul", ["d", "ws"], ["s"]), helper.make_node("Add", ["h", "s"], ["y"]),
+                          helper.make_node("Sin", ["y"], ["z"])],
+                         X, {"wm": np.array([2.0, 3.0, 4.0], np.float32),
+                             "wr": np.array([1e-9, -2e-9, 3e-9], np.float32),
+                             "ws": np.array([1e-9, 2e-9, -1e-9], np.float32)})
+    assert np.array_equal(values["r"], values["h"]) and np.array_equal(values["y"], values["h"])
+    events = [Event(True, "", (("x", X),)), Event(True, "block", (("h", values["h"]),)),
+              Event(True, "block.mixer", (("h", values["h"]),)), Event(False, "block.mixer", (("m", values["m"]),)),
+              Event(True, "block.ref", (("h", values["h"]),)), Event(False, "block.ref", (("r", values["r"].copy()),)),
+              Event(False, "block", (("y", values["y"].copy()),)),
+              Event(True, "after", (("y", values["y"].copy()),)), Event(False, "after", (("z", values["z"]),)),
+              Event(False, "", (("z", values["z"]),))]
+    boundaries = call_regions(graph, values, events, [X],
+                              owned={1: "block.mixer", 2: "block.ref", 4: "block"} if owned else None)
+    after = {i for region in boundaries.regions if region.module == "after" for i in region.nodes}
+    block = {i for region in boundaries.regions if region.module == "block" for i in region.nodes}
+    assert (5 in block and not {3, 4, 5} & after) is owned

@@ -982,6 +982,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if other_key != key and other.shape == array.shape and other.dtype == array.dtype
             and same_values(other, array)})
 
+    def runs_inner(module: str) -> Callable[[int, Hashable], bool]:
+        """For a call of ``module``: whether a node reads the weights of a module within it (``owned``), and no call
+        it made returned a tensor (by key; see ``_bound``)."""
+        def reads_inner(node: int, key: Hashable) -> bool:
+            owner = (owned or {}).get(node)
+            return returned_by.get(key) == module and owner is not None and owner != module \
+                and is_ancestor(module, owner)
+        return reads_inner
+
     def made_after(position: int, start: int) -> Callable[[], int | None]:
         """A node the call ending at ``position`` wrote its results before: the last node holding the value of the
         first tensor a later call took or returned that no call took or returned before that call ended (nor the
@@ -1099,7 +1108,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
                         model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
-                        returned_by, several, weights, made_after(position, start))
+                        returned_by, several, weights, made_after(position, start), runs_inner(event.module))
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1761,6 +1770,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            several: "set[int] | frozenset[int]" = frozenset(),
            weights: "set[Hashable] | frozenset[Hashable]" = frozenset(),
            made_after: Callable[[], int | None] = lambda: None,
+           runs_inner: Callable[[int, Hashable], bool] = lambda node, key: False,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1810,7 +1820,12 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     it as an initializer, or the exporter folded it into what reads it: position embeddings cut into parts), so one
     a call took places no node, however equal a node's value. ``made_after``: a node the call's results were written
     before, or None: of the nodes holding a result of one number repeated, only those before it may hold it (zeros
-    a later layer computed, equal to the zeros the call returned).
+    a later layer computed, equal to the zeros the call returned). ``runs_inner``: whether a node reads the weights
+    of a module the call made a call of (a module within its own), and no call it made returned a result (by key):
+    that call ran the node, so it holds that call's values, not the tensor this call's own code made after. Where
+    such a node is the first holding such a result, and the others are computed from it, the first of those others not passing it on holds it,
+    as where the first holds an inner call's known result (a block returning its input plus a scaled difference of
+    two of its children's results, each within rounding of that input: the second child's node is its own).
     """
     start, inner = span
     claimed, mark = claims
@@ -1964,7 +1979,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             chain.append(node)
         others = [i for i in candidates[1:] if i not in chain]
         apart = [i for i in others if not descends(i, candidates[0])]
-        if others and candidates[0] in claimed and not apart and not remade_inside:
+        first_inner = candidates[0] not in claimed and runs_inner(candidates[0], key)
+        if others and (candidates[0] in claimed and not remade_inside or first_inner) and not apart:
             # the first holds a result of a call this one made, and the call returned another tensor, equal to it:
             # its own code made that one after the inner call returned, computed from it (a mask of ones applied to
             # a child's result); the first node computing it that does not pass the inner result on made it
