@@ -2884,3 +2884,39 @@ def test_a_node_reading_a_weight_of_a_call_made_inside_holds_none_of_the_callers
     after = {i for region in boundaries.regions if region.module == "after" for i in region.nodes}
     block = {i for region in boundaries.regions if region.module == "block" for i in region.nodes}
     assert (5 in block and not {3, 4, 5} & after) is owned
+
+
+def test_what_computed_the_data_a_node_of_one_call_read_ran_in_that_call_where_it_may_have():
+    """conv returns tanh(x); norm scales it by a constant just under one (computed from its statistics, equal to
+    no parameter) and adds its own shift, returning a new tensor equal to what it took; mixer takes that very
+    tensor. The values leave the scaling and the shift between the calls. The shift reads norm's own bias, so norm
+    ran it, and so did the scaling that computed the data it read: norm took tanh(x), held by conv's node, not the
+    scaled value. Where the owner is their caller, a call it made may have run the scaling: it stays."""
+    import torch
+
+    bias = np.array([1e-8, -2e-8, 3e-8], dtype=np.float32)
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["h"]),
+        helper.make_node("Mul", ["h", "scale"], ["s"]),
+        helper.make_node("Add", ["s", "shift"], ["n"]),
+        helper.make_node("Sin", ["n"], ["m"]),
+    ], X, {"scale": np.full(3, 0.9999995, dtype=np.float32), "shift": bias})
+    normed = (values["h"] + values["n"]) / 2  # as PyTorch computed it: off by rounding from each node
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "conv", (("x", X),)), Event(False, "conv", (("h", values["h"]),)),
+              Event(True, "norm", (("h", values["h"]),)), Event(False, "norm", (("n", normed),)),
+              Event(True, "mixer", (("n", normed),)), Event(False, "mixer", (("m", values["m"]),)),
+              Event(False, "", (("m", values["m"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert {1, 2} <= set(boundaries.between) | set(boundaries.handed_on)
+    tags = {0: "conv", 1: "", 2: "mixer", 3: "mixer"}
+    open_in = {1: {"norm", "mixer", ""}, 2: {"norm", "mixer", ""}}
+    model = torch.nn.Module()
+    model.conv, model.norm, model.mixer = _owning(weight=np.ones(4)), _owning(bias=bias), _owning(weight=np.ones(4))
+    owners = weight_owners(graph, model, open_in)
+    assert owners[2].modules == {"norm"} and owners[2].computing == {1}
+    assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners) == {1: "norm", 2: "norm"}
+    model.norm = _owning(weight=np.ones(4))
+    model.register_parameter("shift", torch.nn.Parameter(torch.from_numpy(bias.copy())))
+    owners = weight_owners(graph, model, open_in)
+    assert owners[2].modules == {""} and owners[2].computing == set()

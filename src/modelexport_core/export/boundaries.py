@@ -2215,7 +2215,7 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             continue
         if len(owned.modules) == 1:  # owners are listed among the modules it may have run in (``_open_between``)
             (module,) = owned.modules
-            for j in (i, *owned.feeding):
+            for j in (i, *owned.feeding, *owned.computing):
                 if j in node_modules and j not in boundaries.loose \
                         and not is_ancestor(module, moved.get(j, node_modules[j])):
                     moved[j] = module
@@ -2348,10 +2348,15 @@ def _open_between(node: int, boundaries: Boundaries) -> set[str]:
 class Owned:
     """What a node left open reads of weights: the modules owning a tensor of their own equal to one of them,
     and the nodes that made what it read from those tensors (with constants and sizes), read by nothing else (a
-    norm's shift computed from its statistics): they go where the node goes."""
+    norm's shift computed from its statistics): they go where the node goes. ``computing``: where one module alone
+    owns them, the nodes left open that may have run in it and in no module within it, and computed the data it
+    read, back to the first that may not (a norm's scaling before the shift that names it): that module ran them
+    too. A call computes from the tensors it took, its weights, constants and what the calls it made returned; the
+    node holding what it took is not left open in it, and none of those calls may have run these."""
 
     modules: set[str]
     feeding: set[int]
+    computing: set[int] = field(default_factory=set)
 
 
 def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates: dict[int, set[str]],
@@ -2433,7 +2438,18 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
         for j in sorted(made):
             if any(name in owned or name in producer and producer[name] in carried for name in graph.node[j].input):
                 carried.add(j)
-        owners[i] = Owned(owning, carried)
+        computing: set[int] = set()
+        if len(owning) == 1:
+            (module,) = owning
+            stack = [i]
+            while stack:
+                for name in graph.node[stack.pop()].input:
+                    if name in producer and (j := producer[name]) not in computing and j not in data_free \
+                            and module in (among_j := candidates.get(j, set())) \
+                            and not any(m != module and is_ancestor(module, m) for m in among_j):
+                        computing.add(j)
+                        stack.append(j)
+        owners[i] = Owned(owning, carried, computing)
     return owners
 
 
