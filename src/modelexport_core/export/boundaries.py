@@ -1823,9 +1823,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     a later layer computed, equal to the zeros the call returned). ``runs_inner``: whether a node reads the weights
     of a module the call made a call of (a module within its own), and no call it made returned a result (by key):
     that call ran the node, so it holds that call's values, not the tensor this call's own code made after. Where
-    such a node is the first holding such a result, and the others are computed from it, the first of those others not passing it on holds it,
-    as where the first holds an inner call's known result (a block returning its input plus a scaled difference of
-    two of its children's results, each within rounding of that input: the second child's node is its own).
+    such a node is the first holding such a result, and the others are computed from it, the first of those others
+    not passing it on holds it, as where the first holds an inner call's known result (a block returning its input
+    plus a scaled difference of two of its children's results, each within rounding of that input: the second
+    child's node is its own).
     """
     start, inner = span
     claimed, mark = claims
