@@ -2891,7 +2891,8 @@ def test_what_computed_the_data_a_node_of_one_call_read_ran_in_that_call_where_i
     no parameter) and adds its own shift, returning a new tensor equal to what it took; mixer takes that very
     tensor. The values leave the scaling and the shift between the calls. The shift reads norm's own bias, so norm
     ran it, and so did the scaling that computed the data it read: norm took tanh(x), held by conv's node, not the
-    scaled value. Where the owner is their caller, a call it made may have run the scaling: it stays."""
+    scaled value; not the node holding tanh(x), which norm took. Where the owner is their caller, a call it made may
+    have run the scaling: it stays."""
     import torch
 
     bias = np.array([1e-8, -2e-8, 3e-8], dtype=np.float32)
@@ -2916,6 +2917,12 @@ def test_what_computed_the_data_a_node_of_one_call_read_ran_in_that_call_where_i
     owners = weight_owners(graph, model, open_in)
     assert owners[2].modules == {"norm"} and owners[2].computing == {1}
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners) == {1: "norm", 2: "norm"}
+    # the node holding what norm took made it before norm began, even where the values leave it open too (a
+    # layer's last add, equal to what a scale of ones after it returns): the walk stops there
+    assert 0 in boundaries.took["norm"]
+    open_too = {**open_in, 0: {"conv", "norm", ""}}
+    assert weight_owners(graph, model, open_too, took=boundaries.took)[2].computing == {1}
+    assert weight_owners(graph, model, open_too)[2].computing == {0, 1}
     model.norm = _owning(weight=np.ones(4))
     model.register_parameter("shift", torch.nn.Parameter(torch.from_numpy(bias.copy())))
     owners = weight_owners(graph, model, open_in)

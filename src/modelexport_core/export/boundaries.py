@@ -402,6 +402,9 @@ class Boundaries:
     computing none of what it took: for each, the modules of such calls. A caller hands a call the tensor and the
     call measures it; where every reader of the size is such a call's own code (none in a call it made: exporters
     merge equal sizes of other tensors into one node), that call measured it."""
+    took: dict[str, set[int]] = field(default_factory=dict)
+    """For each module, the nodes known to hold a tensor one of its calls took, and those passing it on: such a
+    node made what the call read before the call began (:class:`Owned`)."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -931,6 +934,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     calls_before: list[tuple[str, set[int]]] = []  # each call's module, with the nodes that ran before it began
     seen: set[Hashable] = set()  # the tensors some call took or returned so far
     weights = frozenset(key for event in events for key in event.weights)  # no node computes one: see Event.weights
+    took_keys: dict[str, set[Hashable]] = defaultdict(set)  # the tensors each module's calls took
+    for event in events:
+        if event.begins:
+            took_keys[event.module].update(key for key, _ in event.values)
     returned_by: dict[Hashable, str] = {}  # each tensor a call returned: the module of the first call returning it
     made_since: dict[Hashable, int] = {}  # each tensor a call running nodes returned (not one it took): where it began
     between: dict[int, tuple[str, str]] = {}
@@ -1572,7 +1579,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       {i: sorted(nodes) for i, nodes in served.items() if nodes}, between, carried - timed,
                       dict(ran_after), call_values,
                       dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back,
-                      returned_through, ended_before, feeding_results, measured_by)
+                      returned_through, ended_before, feeding_results, measured_by,
+                      {module: {i for key in keys if key in known for i in (known[key], *runs_on.get(key, ()))}
+                       for module, keys in took_keys.items()})
 
 
 def _emptied(events: list[Event], values: dict[str, "np.ndarray"]) -> set[str]:
@@ -2352,8 +2361,9 @@ class Owned:
     norm's shift computed from its statistics): they go where the node goes. ``computing``: where one module alone
     owns them, the nodes left open that may have run in it and in no module within it, and computed the data it
     read, back to the first that may not (a norm's scaling before the shift that names it): that module ran them
-    too. A call computes from the tensors it took, its weights, constants and what the calls it made returned; the
-    node holding what it took is not left open in it, and none of those calls may have run these."""
+    too: a call computes from the tensors it took, its weights, constants and what the calls it made returned. It
+    stops at the nodes holding what the module's calls took (``Boundaries.took``), which made it before they began;
+    none of the calls it made may have run these."""
 
     modules: set[str]
     feeding: set[int]
@@ -2362,7 +2372,8 @@ class Owned:
 
 def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates: dict[int, set[str]],
                   weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None,
-                  holding: set[int] | frozenset[int] = frozenset()) -> dict[int, Owned]:
+                  holding: set[int] | frozenset[int] = frozenset(),
+                  took: Mapping[str, set[int]] | None = None) -> dict[int, Owned]:
     """For each node of ``candidates`` reading weights of the graph (initializers of floats, more than one),
     directly or through values computed from weights, constants and sizes alone, those of its candidate modules
     owning a parameter or buffer of their own (not a child's) equal to one of them element for element (the
@@ -2370,7 +2381,8 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
     it as whole rows of its last axis in a run (a slice the exporter computed once: :func:`_holds_run`); where one
     of those modules owns every weight the node reads, that one alone. Nodes reading no such weight are left
     out. ``holding``: nodes holding calls' values (a call's result, computed
-    from its weights alone: a positional table), through which no weight is read."""
+    from its weights alone: a positional table), through which no weight is read. ``took``: for each module, the
+    nodes holding the tensors its calls took (:attr:`Boundaries.took`), where :attr:`Owned.computing` stops."""
     import numpy as np
     from onnx import TensorProto, numpy_helper
 
@@ -2442,11 +2454,12 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
         computing: set[int] = set()
         if len(owning) == 1:
             (module,) = owning
+            given = (took or {}).get(module, set())
             stack = [i]
             while stack:
                 for name in graph.node[stack.pop()].input:
                     if name in producer and (j := producer[name]) not in computing and j not in data_free \
-                            and module in (among_j := candidates.get(j, set())) \
+                            and j not in given and module in (among_j := candidates.get(j, set())) \
                             and not any(m != module and is_ancestor(module, m) for m in among_j):
                         computing.add(j)
                         stack.append(j)
@@ -2552,7 +2565,8 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
                               list(ctx.input_names))
     constant = constant_nodes(graph)
     candidates = {i: _open_between(i, boundaries) for i in set(boundaries.handed_on) | set(boundaries.between)}
-    owners = weight_owners(graph, ctx.model, candidates, _weight_reader(weights), boundaries.holding) \
+    owners = weight_owners(graph, ctx.model, candidates, _weight_reader(weights), boundaries.holding,
+                           boundaries.took) \
         if candidates else {}
     moved = hold_boundaries({positions[key]: module for key, module in node_modules.items() if key in positions},
                             boundaries, constant, made_for_readers(graph, constant), owners,
