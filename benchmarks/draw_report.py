@@ -44,11 +44,18 @@ class StrategyFigures:
     contaminated_models: int
 
 
+def reference_exports(cells: list[Any], batch: int) -> set[str]:
+    """The models the reference exports at ``batch``; where it was run at other batches only, at any of them."""
+    reference = [c for c in cells if c.strategy == REFERENCE]
+    at_batch = [c for c in reference if c.batch == batch] or reference
+    return {c.model for c in at_batch if c.status == "ok"}
+
+
 def figures(cells: list[Any], strategy: str, batch: int) -> StrategyFigures:
     """The figures of one strategy at one batch size over the cells of a draw (``zoo_sweep.Cell``)."""
     unbuilt = {c.model for c in cells if fails_in_torch(c)}
     mine = [c for c in cells if c.strategy == strategy and c.batch == batch and c.model not in unbuilt]
-    reference_ok = {c.model for c in cells if c.strategy == REFERENCE and c.batch == batch and c.status == "ok"}
+    reference_ok = reference_exports(cells, batch)
     done = [c for c in mine if c.status == "ok" and c.agreement is not None]
     on_reference = [c for c in done if c.model in reference_ok]
 
@@ -66,6 +73,11 @@ def figures(cells: list[Any], strategy: str, batch: int) -> StrategyFigures:
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _mean(value: float | None) -> str:
+    """A mean agreement to four places: at three, 0.9997 and 1 read alike."""
+    return "-" if value is None else f"{value:.4f}"
 
 
 def render(results: Any, models: list[str], strategies: list[str], batches: list[int]) -> str:
@@ -170,36 +182,44 @@ def zoo_section(heldout_path: Path, dev_path: Path | None) -> str:
     heldout = _load(heldout_path)
     dev = _load(dev_path) if dev_path and dev_path.is_file() else None
     meta = heldout.meta
-    batch = meta["batches"][0]
+    batches = meta["batches"]
     cells = [c for c in heldout.cells.values() if c.model in meta["models"]]
     unbuilt = len({c.model for c in cells if fails_in_torch(c)})
     lines = [HELDOUT_MARKERS[0], "", "## Held-out: models nobody tuned for", "",
              f"Seed {meta['seed']}, drawn for this report and never debugged on: "
              f"`{meta['command'].replace('python ', '.venv-bench/bin/python ', 1)}` ({meta['date']}; "
              f"`make bench-install` first). {len(meta['models'])} models, one seeded random configuration of each of "
-             f"{len(meta['models'])} families (transformers model types, timm, torchvision), batch {batch}; "
+             f"{len(meta['models'])} families (transformers model types, timm, torchvision), batch "
+             + " and ".join(str(b) for b in batches) + "; "
              + _unbuilt_sentence(unbuilt)
              + (f"The development draw is beside it (seed 0, studied freely: `{dev.meta['command']}`, "
                 f"{len(dev.meta['models'])} models, three configurations of each of "
                 f"{len({m.split('@')[0] for m in dev.meta['models']})} families). " if dev else "")
              + "Full tables: "
              f"`benchmarks/results/{heldout_path.stem}.md`" + (f", `benchmarks/results/{dev_path.stem}.md`" if dev else "")
-             + ". Same judgement as the zoo below (`modelexport compare`).", "",
-             "| draw | strategy | exported | exported where fx exports | mean agreement | under 0.99 | under 0.98 "
-             "| contaminated nodes (models) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             + ". Same judgement as the zoo below (`modelexport compare`). Where fx ran at batch 1 only, a model counts "
+             "as one fx exports at every batch when fx exports it at batch 1.", "",
+             "| draw | batch | strategy | exported | exported where fx exports | mean where fx exports | under 0.99 "
+             "| under 0.98 | contaminated nodes (models) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for label, results in (("held-out", heldout), ("development", dev)):
         if results is None:
             continue
         mine = [c for c in results.cells.values() if c.model in results.meta["models"]]
-        for strategy in results.meta["strategies"]:
-            f = figures(mine, strategy, batch)
-            lines.append(f"| {label} | {strategy} | {f.exported} of {f.measured} | {f.exported_on_reference} of "
-                         f"{f.on_reference} | {_number(f.mean_agreement)} | "
-                         f"{f.under_099} | {f.under_098} | {f.contaminated_nodes} ({f.contaminated_models}) |")
-    lines += ["", f"Worst ten on the held-out draw, htp: {_worst(cells, 'htp', batch)}.", "",
-              f"Worst ten on the held-out draw, usage_based: {_worst(cells, 'usage_based', batch)}.", "",
-              HELDOUT_MARKERS[1]]
+        for batch in results.meta["batches"]:
+            for strategy in results.meta["strategies"]:
+                if not any(c.strategy == strategy and c.batch == batch for c in mine):
+                    continue
+                f = figures(mine, strategy, batch)
+                lines.append(f"| {label} | {batch} | {strategy} | {f.exported} of {f.measured} | "
+                             f"{f.exported_on_reference} of {f.on_reference} | {_mean(f.mean_on_reference)} | "
+                             f"{f.under_099} | {f.under_098} | {f.contaminated_nodes} ({f.contaminated_models}) |")
+    lines.append("")
+    for batch in batches:
+        for strategy in ("htp", "usage_based"):
+            lines += [f"Worst ten on the held-out draw, {strategy}, batch {batch}: {_worst(cells, strategy, batch)}.",
+                      ""]
+    lines.append(HELDOUT_MARKERS[1])
     return "\n".join(lines)
 
 
