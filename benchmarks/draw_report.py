@@ -112,6 +112,8 @@ def render(results: Any, models: list[str], strategies: list[str], batches: list
                   "| under 0.99 | under 0.98 | contaminated nodes (models) |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for strategy in strategies:
+            if not any(c.strategy == strategy and c.batch == batch for c in cells):
+                continue  # not run at this batch (the reference at batch 1 only)
             f = figures(cells, strategy, batch)
             lines.append(f"| {strategy} | {f.exported} of {f.measured} | {f.exported_on_reference} of "
                          f"{f.on_reference} | {_number(f.mean_agreement)} | {_number(f.mean_on_reference)} | "
