@@ -51,6 +51,11 @@ def reference_exports(cells: list[Any], batch: int) -> set[str]:
     return {c.model for c in at_batch if c.status == "ok"}
 
 
+def _ran(cells: list[Any], strategy: str, batch: int) -> bool:
+    """Whether the draw ran ``strategy`` at ``batch`` (the reference runs at the first batch only)."""
+    return any(c.strategy == strategy and c.batch == batch for c in cells)
+
+
 def figures(cells: list[Any], strategy: str, batch: int) -> StrategyFigures:
     """The figures of one strategy at one batch size over the cells of a draw (``zoo_sweep.Cell``)."""
     unbuilt = {c.model for c in cells if fails_in_torch(c)}
@@ -112,7 +117,7 @@ def render(results: Any, models: list[str], strategies: list[str], batches: list
                   "| under 0.99 | under 0.98 | contaminated nodes (models) |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for strategy in strategies:
-            if not any(c.strategy == strategy and c.batch == batch for c in cells):
+            if not _ran(cells, strategy, batch):
                 continue  # not run at this batch (the reference at batch 1 only)
             f = figures(cells, strategy, batch)
             lines.append(f"| {strategy} | {f.exported} of {f.measured} | {f.exported_on_reference} of "
@@ -210,7 +215,7 @@ def zoo_section(heldout_path: Path, dev_path: Path | None) -> str:
         mine = [c for c in results.cells.values() if c.model in results.meta["models"]]
         for batch in results.meta["batches"]:
             for strategy in results.meta["strategies"]:
-                if not any(c.strategy == strategy and c.batch == batch for c in mine):
+                if not _ran(mine, strategy, batch):
                     continue
                 f = figures(mine, strategy, batch)
                 lines.append(f"| {label} | {batch} | {strategy} | {f.exported} of {f.measured} | "
