@@ -2927,3 +2927,27 @@ def test_what_computed_the_data_a_node_of_one_call_read_ran_in_that_call_where_i
     model.register_parameter("shift", torch.nn.Parameter(torch.from_numpy(bias.copy())))
     owners = weight_owners(graph, model, open_in)
     assert owners[2].modules == {""} and owners[2].computing == set()
+
+
+def test_a_value_read_inside_a_branch_is_read_by_the_node_holding_that_branch():
+    """A constant read only by the bodies of an If (an outer value the branch captures, as exporters write a
+    dynamic repeat) is made for that If: where the If goes, it goes, not out of every call for want of a reader."""
+    then_branch = helper.make_graph([helper.make_node("Tile", ["a", "reps"], ["t"], name="tile")], "then", [],
+                                    [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    else_branch = helper.make_graph([helper.make_node("Identity", ["a"], ["e"], name="same")], "else", [],
+                                    [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("Constant", [], ["reps"], name="reps", value=numpy_helper.from_array(np.array([1, 2]))),
+        helper.make_node("Constant", [], ["cond"], name="cond", value=numpy_helper.from_array(np.array(True))),
+        helper.make_node("If", ["cond"], ["b"], name="if", then_branch=then_branch, else_branch=else_branch),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+                              [helper.make_tensor_value_info("b", TensorProto.FLOAT, None)])
+    constant = constant_nodes(graph)
+    made_for = made_for_readers(graph, constant)
+    assert made_for[1] == [3]
+    boundaries = call_regions(graph, {}, [], [])
+    boundaries.regions.append(CallRegion("outer", {0, 3}))
+    moved = hold_boundaries({0: "inner", 1: "inner", 2: "inner", 3: "inner"}, boundaries, constant, made_for)
+    assert moved[1] == "outer" == moved[3]

@@ -244,7 +244,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
-from modelexport_core.format.graph import SHAPE_OPS
+from modelexport_core.format.graph import SHAPE_OPS, used_values
 from modelexport_core.format.tags import common_ancestor, in_list_element, in_sibling_elements, is_ancestor
 from modelexport_core.format.value_index import TINY, ValueIndex, extremes, faded, informative, measure, same_values
 
@@ -517,7 +517,7 @@ def made_for_readers(graph: "onnx.GraphProto", constant: set[int], weighed: bool
     producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
     readers: dict[int, set[int]] = defaultdict(set)
     for i, node in enumerate(graph.node):
-        for name in node.input:
+        for name in used_values(node):  # a branch's or loop body's reads of outer values are its node's
             if name in producer:
                 readers[producer[name]].add(i)
     served = _served(constant, readers)
@@ -538,14 +538,14 @@ def _served(nodes: set[int], readers: Mapping[int, Iterable[int]]) -> dict[int, 
 def constant_nodes(graph: "onnx.GraphProto", sizes: bool = False) -> set[int]:
     """The nodes computed from no graph input (constants, weights' copies, what is folded from them); with
     ``sizes``, also from the sizes of any value (no element of the data reaches them: a positional table resized to
-    the input's sizes)."""
+    the input's sizes). A node reads what its branches or loop body read from outside them (``used_values``)."""
     inputs = {value.name for value in graph.input}
     producer: dict[str, int] = {}
     constant: set[int] = set()
     for i, node in enumerate(graph.node):
         if sizes and node.op_type in SHAPE_OPS or all(
                 name not in inputs and (name not in producer or producer[name] in constant)
-                for name in node.input if name):
+                for name in used_values(node)):
             constant.add(i)
         for name in node.output:
             producer[name] = i
@@ -608,7 +608,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     readers: dict[int, list[int]] = defaultdict(list)
     made_from: list[list[int]] = []  # each node's producers, by node
     for i, node in enumerate(graph.node):
-        made_from.append([producer[name] for name in node.input if name in producer])
+        made_from.append([producer[name] for name in used_values(node) if name in producer])
         for j in made_from[i]:
             readers[j].append(i)
 
@@ -2392,7 +2392,7 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
     data_free = constant_nodes(graph, sizes=True)
     readers: dict[int, set[int]] = defaultdict(set)
     for i, node in enumerate(graph.node):
-        for name in node.input:
+        for name in used_values(node):  # a branch's or loop body's reads of outer values are its node's
             if name in producer:
                 readers[producer[name]].add(i)
 
