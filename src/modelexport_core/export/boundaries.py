@@ -515,11 +515,7 @@ def made_for_readers(graph: "onnx.GraphProto", constant: set[int], weighed: bool
     the constants reading a weight (a function of a parameter: its sigmoid, its transpose)."""
     weights = {tensor.name for tensor in graph.initializer}
     producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
-    readers: dict[int, set[int]] = defaultdict(set)
-    for i, node in enumerate(graph.node):
-        for name in used_values(node):  # a branch's or loop body's reads of outer values are its node's
-            if name in producer:
-                readers[producer[name]].add(i)
+    readers = _readers(graph, producer)
     served = _served(constant, readers)
     return {i: sorted(served[i]) for i in constant
             if any(name in weights for name in graph.node[i].input) == weighed}
@@ -533,6 +529,17 @@ def _served(nodes: set[int], readers: Mapping[int, Iterable[int]]) -> dict[int, 
         for reader in readers.get(i, ()):
             served[i] |= served.get(reader, set()) if reader in nodes else {reader}
     return served
+
+
+def _readers(graph: "onnx.GraphProto", producer: Mapping[str, int]) -> dict[int, set[int]]:
+    """Each node's readers, by node: a node holding branches or a loop body reads what they read from outside them
+    (``used_values``)."""
+    readers: dict[int, set[int]] = defaultdict(set)
+    for i, node in enumerate(graph.node):
+        for name in used_values(node):
+            if name in producer:
+                readers[producer[name]].add(i)
+    return readers
 
 
 def constant_nodes(graph: "onnx.GraphProto", sizes: bool = False) -> set[int]:
@@ -2390,11 +2397,7 @@ def weight_owners(graph: "onnx.GraphProto", model: "torch.nn.Module", candidates
     initializers = {tensor.name: tensor for tensor in graph.initializer}
     producer = {name: i for i, node in enumerate(graph.node) for name in node.output if name}
     data_free = constant_nodes(graph, sizes=True)
-    readers: dict[int, set[int]] = defaultdict(set)
-    for i, node in enumerate(graph.node):
-        for name in used_values(node):  # a branch's or loop body's reads of outer values are its node's
-            if name in producer:
-                readers[producer[name]].add(i)
+    readers = _readers(graph, producer)
 
     def feeding(i: int) -> tuple[list[str], set[int]]:
         """The weights node ``i`` reads, directly or through data-free values, and the data-free nodes that made
