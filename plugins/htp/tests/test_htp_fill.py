@@ -277,3 +277,40 @@ def test_a_value_its_readers_calls_read_from_their_callers_caller_was_handed_in(
 
     assert tags(read_in_both=True)["mask"] == ""
     assert tags(read_in_both=False)["mask"] == "encoder"
+
+
+def _size_product_tags(apart: bool, reader: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A dynamo file: in ``block.router``, the product of a size with itself (``p``) is read by a Reshape of
+    ``reader``; ``apart``: ``p`` is written amid the router's nodes (torch.export writes a size expression where it
+    is first used: there, by a use that left no node), else right before its reader."""
+    router = [helper.make_node("Relu", ["x"], ["r0"], name="r0"), helper.make_node("Shape", ["r0"], ["s"], name="s")]
+    product = helper.make_node("Mul", ["s", "s"], ["p"], name="p")
+    rest = [helper.make_node("Relu", ["r0"], ["r1"], name="r1"), helper.make_node("Reshape", ["r1", "p"], ["q"], name="q")]
+    nodes = [*router, product, *rest] if apart else [*router, rest[0], product, rest[1]]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info(
+        "q", TensorProto.FLOAT, [16])]))
+    stack = ("block", "block.router")
+    records = [OpRecord(0, "input:x", (), (), ()), OpRecord(1, "relu", stack, (0,), ()),
+               OpRecord(2, "relu", stack, (1,), ()),
+               OpRecord(3, "reshape", ("block", reader) if reader != "block" else ("block",), (2,), ())]
+    trace = Trace(records=records, execution_trace=["", "block", "block.router", *([reader] if reader != "block" else [])],
+                  param_owners={}, param_values={})
+    position = {node.name: i for i, node in enumerate(model.graph.node)}
+    projection = Projection(matched={position["r0"]: 1, position["r1"]: 2, position["q"]: 3})
+    values = {name: np.ones((4, 4), np.float32) for name in ("x", "r0", "r1")}
+    values.update(s=np.array([4, 4]), p=np.array([16, 16]), q=np.ones(16, np.float32))
+    modules, _, how = tag_nodes(model, projection, trace, values, exporter="dynamo")
+    return modules, how
+
+
+def test_a_size_product_written_before_the_call_reading_it_ran_in_the_call_running_there() -> None:
+    modules, how = _size_product_tags(apart=True, reader="block")
+    assert modules["p"] == "block.router" and how["p"] == "running call"
+    assert modules["q"] == "block"
+
+
+def test_a_size_product_written_beside_its_reader_is_a_piece_of_it() -> None:
+    """Written right before its reader, after the router's last node: the reader's split-off size piece."""
+    modules, how = _size_product_tags(apart=False, reader="block.inner")
+    assert modules["p"] == "block.inner" and how["p"] == "consumer"

@@ -13,7 +13,10 @@ first consumer: then it ran in that call (an equal computation of each layer mer
 other modules are listed as further contexts. Where a later module repeats a small
 computation of an earlier sibling from merged shape reads, the wrappers built for the
 repeat follow the first occurrence, as the exporter builds them there. The Identity of an initializer belongs
-to the module owning the parameter its consumer read.
+to the module owning the parameter its consumer read. In a dynamo file, size arithmetic written apart from its
+first reader (a matched node between them) ran in the call running where it is written: torch.export writes a
+size expression where it is first used, and every later use reads it there, even where that first use left no
+node of its own.
 """
 
 from __future__ import annotations
@@ -43,6 +46,20 @@ if TYPE_CHECKING:
 
 def _small(value: "np.ndarray | None") -> bool:
     return value is not None and getattr(value, "size", SMALL_SIZE + 1) <= SMALL_SIZE
+
+
+def _size_arithmetic(node: "onnx.NodeProto", values: dict[str, "np.ndarray"]) -> bool:
+    """A node computing sizes: it reads something and every value it writes is a small integer."""
+    outputs = [values.get(name) for name in node.output if name]
+    return bool(node.input) and bool(outputs) and all(
+        _small(value) and getattr(value, "dtype", None) is not None and value.dtype.kind in "iu" for value in outputs
+    )
+
+
+def _written_apart(node_index: int, readers: list[int], matched: list[int]) -> bool:
+    """Whether a matched node is written between the node and the first of its readers (``matched``: in order)."""
+    at = bisect_left(matched, node_index + 1)
+    return at < len(matched) and matched[at] < min(readers)
 
 
 def _first_node_recorded_from(position: int, after: int, projection: Projection, nodes: int) -> int:
@@ -142,6 +159,9 @@ def tag_nodes(
     - The dynamo exporter reads the size of every dynamic axis of a graph input once, at the top
       of the graph and outside every module, and every use of that size reads it there
       (``_input_sizes``): those nodes are the root's, whichever module read the size first.
+    - The dynamo exporter writes a size expression where it is first used (``_size_arithmetic``); where a matched
+      node lies between it and its first reader (``_written_apart``), it ran in the call running there, provided
+      that call and the reader's module lie on one line of the module tree.
     """
     graph = onnx_model.graph
     index = GraphIndex.of(graph)
@@ -219,6 +239,11 @@ def tag_nodes(
         if owner is not None:
             modules[node_index] = owner
             how[keys[node_index]] = "parameter owner"
+        elif not folds_into_first and _size_arithmetic(node, values) and _written_apart(node_index, served, matched) \
+                and (running := running_call(node_index)) \
+                and (is_ancestor(running, modules[min(served)]) or is_ancestor(modules[min(served)], running)):
+            modules[node_index] = running
+            how[keys[node_index]] = "running call"
         elif len(served_modules) == 1 and (caller := ran_before(node_index, served_modules[0])) is not None:
             modules[node_index] = caller
             how[keys[node_index]] = "before the call"
