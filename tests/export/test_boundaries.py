@@ -2054,6 +2054,28 @@ def test_a_tensor_first_met_after_a_call_ended_was_made_after_it():
     assert moved == {1: ""}
 
 
+def test_a_node_read_only_after_a_call_ended_holding_no_shape_it_returned_ran_outside_it():
+    """router returns a tensor no node holds (as a vector sorted among equal keys, which two runtimes order
+    apart), so it is not bounded. Its caller unsqueezes what it returned, negates that and hands it to lin, which
+    took a tensor met for the first time: the Neg ran after router ended. The Unsqueeze is read only there and holds
+    a shape router returned no tensor of: a call hands on nothing but its results, so router did not run it. The Mul
+    holds a value of the shape router returned: it may be router's result, and stays."""
+    graph, values = _run([
+        helper.make_node("Mul", ["x", "ones"], ["a"]),
+        ints("axes", [1]),
+        helper.make_node("Unsqueeze", ["a", "axes"], ["u"]),
+        helper.make_node("Neg", ["u"], ["n"]),
+        helper.make_node("MatMul", ["n", "w"], ["l"]),
+    ], X, {"ones": np.full(3, 2.0, dtype=np.float32), "w": np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 1.0]],
+                                                                      dtype=np.float32)})
+    events = [Event(True, "router", (("x", X),)), Event(False, "router", (("r", values["a"] + 1),)),
+              Event(True, "lin", (("n", values["n"]),)), Event(False, "lin", (("l", values["l"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "router" in boundaries.unbounded and boundaries.ran_after == {"router": {2, 3}}
+    moved = hold_boundaries({0: "router", 2: "router", 3: "", 4: "lin"}, boundaries, constant_nodes(graph), {})
+    assert moved == {2: ""}
+
+
 def test_a_call_taking_a_faded_value_is_not_bounded_from_below():
     """The caller scales x by a weight of 1e-40 (activations fading layer after layer) and hands the faded value to
     c. Faded elements tell nothing of where they came from, so no node is known to hold what c took: its region ran

@@ -1579,6 +1579,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         k = bisect_right(starts, position)
         if calls_of[events[position].module] == 1 and k < len(earliest):
             ended_before[events[position].module] = earliest[k]
+    _beside_results(graph, values, events, began_at, readers, constant, ran_after, ended_before)
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events} - _emptied(events, values),
@@ -1589,6 +1590,34 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       returned_through, ended_before, feeding_results, measured_by,
                       {module: {i for key in keys if key in known for i in (known[key], *runs_on.get(key, ()))}
                        for module, keys in took_keys.items()})
+
+
+def _beside_results(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], events: list[Event],
+                    began_at: Mapping[int, int], readers: Mapping[int, list[int]], constant: set[int],
+                    ran_after: dict[str, set[int]], ended_before: Mapping[str, int]) -> None:
+    """Add to ``ran_after`` (each module called once: nodes that ran after its call ended) the nodes every reader of
+    which ran after that call ended (such a node, or one written from ``ended_before`` on) and whose values have the
+    shape and type of no tensor that call returned.
+
+    A call hands on nothing but its results, so a node whose value is read only after the call ended either holds a
+    result or ran outside the call (an index its caller reshaped for a gather of what the call returned). Where the
+    results are not found by value (an index sorted among ties, which two runtimes order apart), their shapes and
+    types still tell. Integers of at most one axis count as results: a call may return numbers that are not tensors
+    (a list of counts), which the hooks do not see and the file holds as scalars or a shape.
+    """
+    for module, after in ran_after.items():
+        returned = {(array.shape, array.dtype.str) for end in began_at if events[end].module == module
+                    for _, array in events[end].values}
+        later = ended_before.get(module, len(graph.node))
+        for i in range(min(max(after, default=-1), later) - 1, -1, -1):
+            if i in after or i in constant or not readers.get(i) \
+                    or not all(r in after or r >= later for r in readers[i]):
+                continue
+            outputs = [values.get(name) for name in graph.node[i].output if name]
+            if outputs and all(value is not None and hasattr(value, "dtype")
+                               and (value.shape, value.dtype.str) not in returned
+                               and not (value.dtype.kind in "iub" and value.ndim <= 1) for value in outputs):
+                after.add(i)
 
 
 def _emptied(events: list[Event], values: dict[str, "np.ndarray"]) -> set[str]:
