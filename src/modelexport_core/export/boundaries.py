@@ -41,6 +41,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   statistics returns what it took);
   where several nodes passing one value on hold it and the first holds that call's result, the tensor is another
   made from the result or after it, so the last of them ran after that call (a scale by one the caller wrote).
+  A call hands on nothing but its results: a node every reader of which ran after that call ended, holding a value
+  of no shape and type the call returned, ran after it too (an index its caller reshaped for a gather of what a
+  router returned, where the results are not found by value: a vector sorted among equal keys, which two runtimes
+  order apart); integers of at most one axis excepted, as a call may return numbers that are not tensors.
   Of the nodes running on unchanged a tensor a call took alone (its one tensor), one that also reads floats
   computed from the model's inputs and not from that value ran before the call, and so did those before it: a
   call computes from what it took, its own weights and constants (a mask of ones its caller multiplied in).
