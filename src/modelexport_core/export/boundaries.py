@@ -1606,8 +1606,8 @@ def _beside_results(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], e
     A call hands on nothing but its results, so a node whose value is read only after the call ended either holds a
     result or ran outside the call (an index its caller reshaped for a gather of what the call returned). Where the
     results are not found by value (an index sorted among ties, which two runtimes order apart), their shapes and
-    types still tell. Integers of at most one axis count as results: a call may return numbers that are not tensors
-    (a list of counts), which the hooks do not see and the file holds as scalars or a shape.
+    types still tell. Integers and flags of at most one axis count as results: a call may return numbers that are not
+    tensors (a list of counts), which the hooks do not see and the file holds as scalars or a shape.
     """
     for module, after in ran_after.items():
         returned = {(array.shape, array.dtype.str) for end in began_at if events[end].module == module
