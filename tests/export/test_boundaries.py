@@ -2076,31 +2076,6 @@ def test_a_node_read_only_after_a_call_ended_holding_no_shape_it_returned_ran_ou
     assert moved == {2: ""}
 
 
-def test_a_tensor_a_call_takes_as_its_caller_began_was_made_by_the_caller_though_another_input_has_copies():
-    """layer takes h, which embed returned, and p; p is held by two equal nodes (copies the exporter wrote for each
-    reader), so which one layer took is not known. Both are written before h's node, the last one known: none lies
-    after where layer began. Right after layer began, norm takes q, a tensor no call met: layer's own code made it, so the Neg that a
-    strategy gave to the root (following what it reads) is layer's."""
-    graph, values = _run([
-        helper.make_node("Abs", ["x"], ["p1"]),
-        helper.make_node("Abs", ["x"], ["p2"]),
-        helper.make_node("Relu", ["x"], ["h"]),
-        helper.make_node("Neg", ["h"], ["q"]),
-        helper.make_node("Tanh", ["q"], ["r"]),
-        helper.make_node("Add", ["r", "p2"], ["o"]),
-    ], X)
-    events = [Event(True, "", (("x", X),)),
-              Event(True, "embed", (("x", X),)), Event(False, "embed", (("h", values["h"]),)),
-              Event(True, "layer", (("h", values["h"]), ("p", values["p1"]))),
-              Event(True, "layer.norm", (("q", values["q"]),)), Event(False, "layer.norm", (("r", values["r"]),)),
-              Event(False, "layer", (("r", values["r"]),)), Event(False, "", (("o", values["o"]),))]
-    boundaries = call_regions(graph, values, events, [X])
-    assert boundaries.shaped_within.get(3) == "layer"
-    moved = hold_boundaries({0: "", 1: "", 2: "embed", 3: "", 4: "layer.norm", 5: ""}, boundaries,
-                            constant_nodes(graph), {})
-    assert moved.get(3) == "layer"
-
-
 def test_a_call_taking_a_faded_value_is_not_bounded_from_below():
     """The caller scales x by a weight of 1e-40 (activations fading layer after layer) and hands the faded value to
     c. Faded elements tell nothing of where they came from, so no node is known to hold what c took: its region ran

@@ -1036,17 +1036,15 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             fresh = {key for key, _ in event.values if key not in seen and key not in weights}
             seen.update(key for key, _ in event.values)
             opening = events[position - 1] if position and events[position - 1].begins else None
-            floor = max(known.values(), default=-1)
             if opening is not None and calls_of[opening.module] == 1 and fresh and all(
-                    key in known or not informative(array) or is_input(array)
-                    or all(producer[name] <= floor for name in find(array)) for key, array in opening.values):
+                    key in known or not informative(array) or is_input(array) for key, array in opening.values):
                 opener = opening.module
                 # a new tensor a call takes right after its caller began (no call ended in between) was made by
                 # the caller's own code: the first node holding it, and what computed it after every node holding
-                # a tensor met before, ran in the caller (where the nodes holding what the caller took are known,
-                # or every node equal to one not known is written before the last known one, so none of them can
-                # lie after where the caller began: else the value may have been there before the caller began, and
-                # a node equal to it found by value may be another layer's, equal within rounding at initial scales)
+                # a tensor met before, ran in the caller (where the nodes holding what the caller took are known:
+                # else the value may have been there before the caller began, and a node equal to it found by value
+                # may be another layer's, equal within rounding at initial scales)
+                floor = max(known.values(), default=-1)
                 # (back to the nodes holding tensors met before, or passing them on: a cast of what the caller
                 # took to the type it has may be an earlier call's, merged with an equal one)
                 met = {*known.values(), *(i for chain in runs_on.values() for i in chain)}
