@@ -690,6 +690,23 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                 return True
         return False
 
+    def reads_untaken(later: int, earlier: int, taken: set[int]) -> bool:
+        """Whether node ``later`` reads, beside node ``earlier``'s output, a tensor a call holding ``taken`` (the
+        nodes holding what it took) was not handed: one computed from data or sizes (not from constants and weights
+        alone), of more than one element and not a list of integers (no numbers handed over), and computed from none
+        of ``taken`` nor from ``earlier``."""
+        made = set(graph.node[earlier].output)
+        for name in graph.node[later].input:
+            if not name or name in made or name not in producer:
+                continue
+            node, value = producer[name], values.get(name)
+            if node in constant or getattr(value, "size", 0) <= 1 or node in integer and value.ndim <= 1:
+                continue
+            if node not in taken and not descends(node, earlier) \
+                    and not any(descends(node, held) for held in taken if held < node):
+                return True
+        return False
+
     telling_nothing = {i for i, node in enumerate(graph.node)
                        if not any(name in index_names for name in node.output if name)}
 
@@ -1125,7 +1142,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         ended_inside, returned_later(position), folded, reads_beside,
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
-                        model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
+                        reads_untaken, model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
                         returned_by, several, weights, made_after(position, start), runs_inner(event.module))
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
@@ -1813,6 +1830,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            folded: Callable[["np.ndarray"], bool] = lambda array: False,
            reads_beside: Callable[[int, int], bool] = lambda later, earlier: False,
            sized_beside: Callable[[int, int, set[int]], bool] = lambda later, earlier, taken: False,
+           reads_untaken: Callable[[int, int, set[int]], bool] = lambda later, earlier, taken: False,
            given: "set[Hashable] | frozenset[Hashable]" = frozenset(), remade_inside: bool = False,
            made_later: Callable[[Hashable, list[int]], bool] = lambda key, holders: False,
            returned: "set[Hashable] | frozenset[Hashable] | Mapping[Hashable, str]" = frozenset(),
@@ -1890,11 +1908,13 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         return [i for i in found if i not in met or i == known.get(key)] or found
 
     taken = {i for key, array in inputs if informative(array) and key not in weights for i in holders_of(key, array)}
+    handed_nothing_else = not any(is_input(array) for _, array in inputs)  # (no model input, read from anywhere)
 
     def sized_from(chain: list[int]) -> int:
         """The last place in ``chain`` (nodes passing a value the call took on, in order) of a node reading sizes
         of a value the caller made that the call did not take (``sized_beside``); 0 where none does."""
-        return max((k for k in range(1, len(chain)) if sized_beside(chain[k], chain[k - 1], taken)), default=0)
+        return max((k for k in range(1, len(chain)) if sized_beside(chain[k], chain[k - 1], taken)
+                    or handed_nothing_else and reads_untaken(chain[k], chain[k - 1], taken)), default=0)
 
     def one_run(holders: list[int]) -> bool:
         """Whether each of the nodes holding a value (in order) passes on the one before it."""
