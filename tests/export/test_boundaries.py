@@ -866,6 +866,31 @@ def test_a_node_running_the_value_on_while_reading_other_data_ran_before_a_call_
     assert moved == {1: "", 2: "", 3: "", 4: ""}
 
 
+def test_a_node_running_a_value_on_while_reading_a_tensor_the_call_was_not_handed_ran_before_the_call():
+    """The caller builds a mask from x, ands it with a second mask of its own (all true, from x too) and hands
+    the result, equal to the first mask, to layer beside relu(x). layer took those two tensors alone and no
+    number, so it could not have read the second mask: the and, and what computed that mask, ran before it (the
+    caller's), though the layer takes several tensors."""
+    graph, values = _run([
+        helper.make_node("Relu", ["x"], ["h"]),
+        helper.make_node("Greater", ["x", "zero"], ["g"]),
+        helper.make_node("Cast", ["g"], ["m0"], to=TensorProto.BOOL),
+        helper.make_node("Abs", ["x"], ["ax"]),
+        helper.make_node("GreaterOrEqual", ["ax", "zero"], ["ones"]),
+        helper.make_node("And", ["m0", "ones"], ["m1"]),
+        helper.make_node("Where", ["m1", "h", "minus_one"], ["t"]),
+    ], X, {"zero": np.zeros(1, dtype=np.float32), "minus_one": -np.ones(1, dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "layer", (("h", values["h"].copy()), ("m1", values["m1"].copy()))),
+              Event(False, "layer", (("t", values["t"]),)), Event(False, "", (("t", values["t"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    regions = {region.module: region for region in boundaries.regions}
+    assert "layer" not in boundaries.unbounded
+    assert regions["layer"].nodes == {6} and not regions["layer"].unsure & {3, 4, 5}
+    moved = hold_boundaries({0: "", **{i: "layer" for i in range(1, 7)}}, boundaries, set(), {})
+    assert {i: moved.get(i) for i in (3, 4, 5)} == {3: "", 4: "", 5: ""}
+
+
 def test_a_result_equal_within_rounding_to_what_the_call_took_is_its_own_where_a_node_holds_it_far_nearer():
     """A norm at its initial statistics scales by 1/sqrt(1 + eps): its result equals its input within rounding,
     but the node computing it holds the recorded result exactly, and the input's node is far from it."""

@@ -700,7 +700,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if not name or name in made or name not in producer:
                 continue
             node, value = producer[name], values.get(name)
-            if node in constant or getattr(value, "size", 0) <= 1 or node in integer and value.ndim <= 1:
+            if value is None or node in constant or getattr(value, "size", 0) <= 1 \
+                    or node in integer and value.ndim <= 1:
                 continue
             if node not in taken and not descends(node, earlier) \
                     and not any(descends(node, held) for held in taken if held < node):
