@@ -53,7 +53,10 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
   before it (windows its caller cut from a padded input by the sizes of that input before the padding); and
   where every value a call took is a number or held by a node (none the model's input), a node measuring a
   tensor the call took no value of, with what only such reads lead from to its results, ran before it (sizes
-  its caller measured and handed over as tensors of one integer);
+  its caller measured and handed over as tensors of one integer). And where a call took no number and no model
+  input, of the nodes running on unchanged a tensor it took, one that also reads a tensor of several elements
+  computed from none of what it took (not from constants and weights alone, nor a list of integers) ran before
+  it, and so did those before it, whatever else it took (a mask its caller anded with a second mask of its own);
 - a module called once ran nothing written from the first result of a call that began after its call ended
   (:attr:`Boundaries.ended_before`): exporters write nodes in the order they ran, so that result and every node
   after it ran after the module's call (a router returning indices no node holds bounds nothing, yet the
@@ -1143,7 +1146,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         ended_inside, returned_later(position), folded, reads_beside,
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
-                        reads_untaken, model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
+                        reads_untaken if not numbers and not any(
+                            array.dtype.kind in "iu" and array.size <= 1 for _, array in inputs
+                        ) else lambda later, earlier, taken: False,
+                        model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
                         returned_by, several, weights, made_after(position, start), runs_inner(event.module))
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
@@ -1872,7 +1878,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     took, its own weights and constants alone (a mask of ones the caller multiplied in before handing the value on).
     So did one reading sizes of a value the caller made that the call took none of (``sized_beside``, given the
     nodes holding what the call took): a call given no numbers reads no size of a tensor it was not handed (the
-    caller's windows of a padded layer input, cut by the sizes of that input before it was padded). ``given``: the
+    caller's windows of a padded layer input, cut by the sizes of that input before it was padded). Likewise one reading a tensor
+    of several elements the call was not handed (``reads_untaken``, given those nodes; where the call took no model
+    input and no number): computed from none of what it took, nor from constants and weights alone, nor a list of
+    integers (a mask the caller anded in). ``given``: the
     tensors the model itself was given; a tensor equal to one of them that is another one was made before the call
     took it, where one node alone holds it. ``made_later``: whether a node equal to a tensor it took cannot hold it
     (a tensor an earlier call returned is held by no node written before that call began): where one cannot, the
