@@ -891,6 +891,32 @@ def test_a_node_running_a_value_on_while_reading_a_tensor_the_call_was_not_hande
     assert {i: moved.get(i) for i in (3, 4, 5)} == {3: "", 4: "", 5: ""}
 
 
+def test_a_tensor_a_call_builds_from_a_number_it_took_is_its_own_beside_a_value_it_runs_on():
+    """As above, but layer also took a number (a size, a tensor of one integer under the exporter's trace) and
+    built the second mask from it: a call given a number may compute a tensor from it that is computed from no
+    value it took, so the and is not put before the call."""
+    graph, values = _run([
+        helper.make_node("Relu", ["x"], ["h"]),
+        helper.make_node("Greater", ["x", "zero"], ["g"]),
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one_i"], ["n"]),
+        helper.make_node("Range", ["zero_i", "n", "one_i"], ["r"]),
+        helper.make_node("GreaterOrEqual", ["r", "zero_i"], ["ones"]),
+        helper.make_node("Unsqueeze", ["ones", "zero_axis"], ["row"]),
+        helper.make_node("And", ["g", "row"], ["m1"]),
+        helper.make_node("Where", ["m1", "h", "minus_one"], ["t"]),
+    ], X, {"zero": np.zeros(1, dtype=np.float32), "minus_one": -np.ones(1, dtype=np.float32),
+           "zero_i": np.array(0, dtype=np.int64), "one_i": np.array(1, dtype=np.int64),
+           "zero_axis": np.zeros(1, dtype=np.int64)})
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "layer", (("h", values["h"].copy()), ("g", values["g"].copy()), ("n", values["n"].copy()))),
+              Event(False, "layer", (("t", values["t"]),)), Event(False, "", (("t", values["t"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "layer" not in boundaries.unbounded
+    moved = hold_boundaries({0: "", 1: "", 2: "", 3: "", **{i: "layer" for i in range(4, 9)}}, boundaries, set(), {})
+    assert not {i for i in (4, 5, 6, 7) if moved.get(i, "layer") != "layer"}
+
+
 def test_a_result_equal_within_rounding_to_what_the_call_took_is_its_own_where_a_node_holds_it_far_nearer():
     """A norm at its initial statistics scales by 1/sqrt(1 + eps): its result equals its input within rounding,
     but the node computing it holds the recorded result exactly, and the input's node is far from it."""
