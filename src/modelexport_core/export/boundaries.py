@@ -1878,14 +1878,14 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     took, its own weights and constants alone (a mask of ones the caller multiplied in before handing the value on).
     So did one reading sizes of a value the caller made that the call took none of (``sized_beside``, given the
     nodes holding what the call took): a call given no numbers reads no size of a tensor it was not handed (the
-    caller's windows of a padded layer input, cut by the sizes of that input before it was padded). Likewise one reading a tensor
-    of several elements the call was not handed (``reads_untaken``, given those nodes; where the call took no model
-    input and no number): computed from none of what it took, nor from constants and weights alone, nor a list of
-    integers (a mask the caller anded in). ``given``: the
-    tensors the model itself was given; a tensor equal to one of them that is another one was made before the call
-    took it, where one node alone holds it. ``made_later``: whether a node equal to a tensor it took cannot hold it
-    (a tensor an earlier call returned is held by no node written before that call began): where one cannot, the
-    values do not say which node holds it, so the call is not bounded. An input of one number repeated is held by
+    caller's windows of a padded layer input, cut by the sizes of that input before it was padded). Likewise one
+    reading a tensor of several elements the call was not handed (``reads_untaken``, given those nodes; where the call
+    took no model input and no number): computed from none of what it took, nor from constants and weights alone,
+    nor a list of integers (a mask the caller anded in). ``given``: the tensors the model itself was given; a tensor
+    equal to one of them that is another one was made before the call took it, where one node alone holds it.
+    ``made_later``: whether a node equal to a tensor it took cannot hold it (a tensor an earlier call returned is held
+    by no node written before that call began): where one cannot, the values do not say which node holds it, so the call
+    is not bounded. An input of one number repeated is held by
     the one node holding that value, or by the first of several each passing the one before on, all written before
     the call's results and before any result of a call it made (after one, they are the call's own: a view the
     exporter replayed where it was read); else the nodes holding it are unsure. ``returned``: the tensors calls
@@ -1922,7 +1922,8 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
 
     def sized_from(chain: list[int]) -> int:
         """The last place in ``chain`` (nodes passing a value the call took on, in order) of a node reading sizes
-        of a value the caller made that the call did not take (``sized_beside``); 0 where none does."""
+        of a value the caller made that the call did not take (``sized_beside``), or a tensor it was not handed
+        (``reads_untaken``, where it took no model input); 0 where none does."""
         return max((k for k in range(1, len(chain)) if sized_beside(chain[k], chain[k - 1], taken)
                     or handed_nothing_else and reads_untaken(chain[k], chain[k - 1], taken)), default=0)
 
