@@ -671,11 +671,14 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                    and values[name].size > 0 and not descends(producer[name], earlier)
                    for name in graph.node[later].input if name)
 
+    def computed_from_taken(node: int, taken: set[int]) -> bool:
+        """Whether node ``node`` is one of ``taken`` (the nodes holding what a call took) or computed from one."""
+        return node in taken or any(descends(node, held) for held in taken if held < node)
+
     def untaken(node: int, taken: set[int]) -> bool:
-        """Whether node ``node`` computes data (not from weights and constants alone) that is none of ``taken``
-        (the nodes holding what a call took) nor computed from one: a value the call was not handed."""
-        return node not in data_free and node not in taken and not any(descends(node, held) for held in taken
-                                                                         if held < node)
+        """Whether node ``node`` computes data (not from weights, constants and sizes alone) that is not
+        ``computed_from_taken``: a value the call was not handed."""
+        return node not in data_free and not computed_from_taken(node, taken)
 
     def sized_beside(later: int, earlier: int, taken: set[int]) -> bool:
         """Whether node ``later`` reads, beside node ``earlier``'s output, integers computed from the sizes of
@@ -706,8 +709,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if value is None or node in constant or getattr(value, "size", 0) <= 1 \
                     or node in integer and value.ndim <= 1:
                 continue
-            if node not in taken and not descends(node, earlier) \
-                    and not any(descends(node, held) for held in taken if held < node):
+            if not computed_from_taken(node, taken) and not descends(node, earlier):
                 return True
         return False
 
@@ -1146,9 +1148,9 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                         ended_inside, returned_later(position), folded, reads_beside,
                         sized_beside if not numbers and not any(
                             array.dtype.kind in "iub" for _, array in inputs) else lambda later, earlier, taken: False,
-                        reads_untaken if not numbers and not any(
-                            array.dtype.kind in "iu" and array.size <= 1 for _, array in inputs
-                        ) else lambda later, earlier, taken: False,
+                        reads_untaken if not numbers and not any(  # (a call given a number or a model input
+                            array.dtype.kind in "iu" and array.size <= 1 or is_input(array)  # may build such a
+                            for _, array in inputs) else lambda later, earlier, taken: False,  # tensor itself)
                         model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
                         returned_by, several, weights, made_after(position, start), runs_inner(event.module))
         if after is not None and calls_of[after] == 1:
@@ -1883,10 +1885,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     took no model input and no number): computed from none of what it took, nor from constants and weights alone,
     nor a list of integers (a mask the caller anded in). ``given``: the tensors the model itself was given; a tensor
     equal to one of them that is another one was made before the call took it, where one node alone holds it.
-    ``made_later``: whether a node equal to a tensor it took cannot hold it (a tensor an earlier call returned is held
-    by no node written before that call began): where one cannot, the values do not say which node holds it, so the call
-    is not bounded. An input of one number repeated is held by
-    the one node holding that value, or by the first of several each passing the one before on, all written before
+    ``made_later``: whether a node equal to a tensor it took cannot hold it (a tensor an earlier call returned is
+    held by no node written before that call began): where one cannot, the values do not say which node holds it,
+    so the call is not bounded. An input of one number repeated is held by the one node holding that value, or by
+    the first of several each passing the one before on, all written before
     the call's results and before any result of a call it made (after one, they are the call's own: a view the
     exporter replayed where it was read); else the nodes holding it are unsure. ``returned``: the tensors calls
     returned. A tensor the call took that none returned was made by code, a node, not by a call
@@ -1918,14 +1920,13 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         return [i for i in found if i not in met or i == known.get(key)] or found
 
     taken = {i for key, array in inputs if informative(array) and key not in weights for i in holders_of(key, array)}
-    handed_nothing_else = not any(is_input(array) for _, array in inputs)  # (no model input, read from anywhere)
 
     def sized_from(chain: list[int]) -> int:
         """The last place in ``chain`` (nodes passing a value the call took on, in order) of a node reading sizes
         of a value the caller made that the call did not take (``sized_beside``), or a tensor it was not handed
-        (``reads_untaken``, where it took no model input); 0 where none does."""
+        (``reads_untaken``); 0 where none does."""
         return max((k for k in range(1, len(chain)) if sized_beside(chain[k], chain[k - 1], taken)
-                    or handed_nothing_else and reads_untaken(chain[k], chain[k - 1], taken)), default=0)
+                    or reads_untaken(chain[k], chain[k - 1], taken)), default=0)
 
     def one_run(holders: list[int]) -> bool:
         """Whether each of the nodes holding a value (in order) passes on the one before it."""
