@@ -446,6 +446,15 @@ def _versions() -> dict[str, str]:
     return found
 
 
+def _environment() -> list[str]:
+    """Every distribution installed beside the sweep, as ``name==version``, sorted: a figure that moves between two
+    environments with the same headline versions (above) can be traced to the package that changed."""
+    from importlib.metadata import distributions
+
+    return sorted({f"{d.metadata['Name']}=={d.version}" for d in distributions() if d.metadata['Name']},
+                  key=str.lower)
+
+
 def _machine() -> str:
     memory = ""
     try:
@@ -551,7 +560,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/zoo_sweep.py" + ("" if argv is None and len(sys.argv) == 1 else " ") + \
         shlex.join(sys.argv[1:] if argv is None else argv)
     meta = {"command": command.strip(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": _machine(), "versions": _versions(), "strategies": strategies, "batches": batches}
+            "machine": _machine(), "versions": _versions(),
+            "environment": _environment(), "strategies": strategies, "batches": batches}
     if args.draw:
         meta.update(draw=args.draw, seed=generator.DEV_SEED if args.draw == "dev" else args.seed, models=models)
     results = Results(args.json_path, meta, resume=args.resume or args.table_only)

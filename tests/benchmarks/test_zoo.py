@@ -61,6 +61,8 @@ def test_a_sweep_of_one_model_writes_its_measured_row(tmp_path):
     assert cell["max_abs_diff"] is not None and cell["max_abs_diff"] < 1e-4
     assert "| no_submodules | custom | 1.000 |" in table
     assert "torch " in table and "zoo_sweep.py" in table
+    # the whole environment is recorded, so a figure that moves between two environments can be traced
+    assert any(line.startswith("torch==") for line in results["meta"]["environment"])
 
 
 def test_a_cell_past_its_timeout_is_a_failed_cell_and_the_sweep_goes_on(tmp_path):
