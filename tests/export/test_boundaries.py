@@ -3024,3 +3024,25 @@ def test_a_value_read_inside_a_branch_is_read_by_the_node_holding_that_branch():
     boundaries.regions.append(CallRegion("outer", {0, 3}))
     moved = hold_boundaries({0: "inner", 1: "inner", 2: "inner", 3: "inner"}, boundaries, constant, made_for)
     assert moved[1] == "outer" == moved[3]
+
+
+@pytest.mark.parametrize("caller_takes", ["the callee's result", "the view"])
+def test_a_view_a_call_took_that_its_caller_was_not_handed_ran_in_the_caller(caller_takes):
+    """``first`` ends with a squeeze and a transpose; ``second`` begins with a transpose and an unsqueeze and hands
+    the view to ``second.inner``. The exporter cancelled the two transposes, so no node holds what ``second`` took,
+    and the unsqueeze, equal to ``first``'s tanh, is left open between ``second.inner`` and its caller: ``second``
+    was not handed that view, so it made it. Where ``second`` was handed the view itself, its caller made it."""
+    x = np.array([[[0.5, -1.0, 2.0]], [[1.5, 0.25, -3.0]]], dtype=np.float32)
+    graph, values = _run([helper.make_node("Tanh", ["x"], ["a"]), helper.make_node("Squeeze", ["a", "one"], ["q"]),
+                          helper.make_node("Unsqueeze", ["q", "one"], ["u"]), helper.make_node("Sin", ["u"], ["s"]),
+                          helper.make_node("Cos", ["s"], ["c"])], x, {"one": np.array([1], dtype=np.int64)})
+    returned = ("r", values["q"].T.copy())
+    taken = returned if caller_takes == "the callee's result" else ("u", values["u"].copy())
+    events = [Event(True, "", (("x", x),)), Event(True, "first", (("x", x),)), Event(False, "first", (returned,)),
+              Event(True, "second", (taken,)), Event(True, "second.inner", (("u", values["u"].copy()),)),
+              Event(False, "second.inner", (("s", values["s"]),)), Event(False, "second", (("c", values["c"]),)),
+              Event(False, "", (("c", values["c"]),))]
+    boundaries = call_regions(graph, values, events, [x])
+    assert 2 in boundaries.unplaced  # the values alone leave it open
+    moved = hold_boundaries({0: "first", 1: "first", 2: "", 3: "second.inner", 4: "second"}, boundaries, set(), {})
+    assert moved == ({2: "second"} if caller_takes == "the callee's result" else {})

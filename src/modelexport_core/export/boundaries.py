@@ -412,6 +412,9 @@ class Boundaries:
     took: dict[str, set[int]] = field(default_factory=dict)
     """For each module, the nodes known to hold a tensor one of its calls took, and those passing it on: such a
     node made what the call read before the call began (:class:`Owned`)."""
+    made_in: dict[int, str] = field(default_factory=dict)
+    """Unplaced nodes that made a new tensor a call took which its caller was not handed, with the caller's module:
+    they ran in that caller (or in a call it made), where no region of it pulls them in (a caller not bounded)."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -955,7 +958,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     known: dict[Hashable, int] = {}  # a tensor seen before: the node that made it
     runs_on: dict[Hashable, list[int]] = {}  # the nodes its value runs on unchanged through
     cursor = -1  # the last call result found so far
-    begun: list[tuple[int, tuple[Value, ...], tuple[float, ...], int, set[Hashable], str | None]] = []
+    begun: list[tuple[int, tuple[Value, ...], tuple[float, ...], int, set[Hashable], str | None, str]] = []
     claimed: dict[int, int] = {}  # the nodes holding calls' results, each with the number claimed before it
     regions: list[CallRegion] = []
     unbounded: set[str] = set()
@@ -965,6 +968,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     sized_own: set[int] = set()  # integer arithmetic a region holds reading sizes of what its call took
     unplaced: set[int] = set()
     undecided: dict[int, set[str]] = defaultdict(set)
+    made_in: dict[int, str] = {}
     calls_before: list[tuple[str, set[int]]] = []  # each call's module, with the nodes that ran before it began
     seen: set[Hashable] = set()  # the tensors some call took or returned so far
     weights = frozenset(key for event in events for key in event.weights)  # no node computes one: see Event.weights
@@ -1081,12 +1085,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             if ended is not None and calls_of[ended] == 1 and ended_holding:
                 ran_after[ended].update(_made_after(event.values, fresh, ended_holding, set(known.values()),
                                                     find, producer, is_input, passes_on, data_free))
-            begun.append((cursor, event.values, event.numbers, len(claimed), fresh, ended))
+            begun.append((cursor, event.values, event.numbers, len(claimed), fresh, ended, event.module))
             regions_before[position] = len(regions)
             ended = None
             continue
         seen.update(key for key, _ in event.values)
-        start, inputs, numbers, mark, fresh, after = begun.pop()
+        start, inputs, numbers, mark, fresh, after, _ = begun.pop()
         if inputs_taken := {name for key, _ in inputs for name in given_as.get(key, ())}:
             taking_inputs.append((event.module, start, inputs_taken))
         ended = event.module
@@ -1430,6 +1434,22 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if kept:
             ended_spans.append((min(kept), max(results)))
         unplaced |= doubtful - sized_in
+        if begun:
+            # a new tensor the call took that its caller was not handed (no tensor the caller took equals it, in
+            # shape and values; not a weight, not a model input) was made by the caller's own code, after the
+            # caller began (a view of what it took, whose tensor an exporter may not hold: a transpose the callee
+            # before it ended with, cancelled against the one the caller began with): of the nodes holding it, the
+            # last written before the call's first node, left open between this call and its caller, ran in the
+            # caller
+            handed, caller = begun[-1][1], begun[-1][6]
+            first_node = min(nodes - unplaced, default=-1)
+            for key, array in inputs:
+                if key in fresh and key not in weights and informative(array) and not is_input(array) \
+                        and not any(given.shape == array.shape and given.dtype == array.dtype
+                                    and same_values(array, given) for _, given in handed) \
+                        and (last := max((h for h in (producer[name] for name in find(array)) if h < first_node),
+                                         default=-1)) in unplaced:
+                    made_in[last] = caller
     made_by: dict[int, str] = {}  # nodes a call that made no call ran, returning a new tensor equal to what it took
     holding_values = Counter(known.values())
 
@@ -1619,7 +1639,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back,
                       returned_through, ended_before, feeding_results, measured_by,
                       {module: {i for key in keys if key in known for i in (known[key], *runs_on.get(key, ()))}
-                       for module, keys in took_keys.items()})
+                       for module, keys in took_keys.items()}, made_in)
 
 
 def _beside_results(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], events: list[Event],
@@ -2202,7 +2222,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     moved a node out of one of its layers, or took the layers' common ancestor) goes to the nearest module
     that was called. A node whose call the values leave open between one call and its caller (``unplaced``)
     ran in that call where it is written between two nodes of its region: exporters write nodes in the order
-    they ran. ``owners``: for nodes left open (``handed_on`` or ``between``), those of the modules it may have run
+    they ran; one that made a new tensor the call took which the caller was not handed ran in the caller, bounded
+    or not (``made_in``). ``owners``: for nodes left open (``handed_on`` or ``between``), those of the modules it may have run
     in (the calls and their callers, :func:`_open_between`) owning a parameter or buffer (their own, not a
     child's) equal to a weight the node reads (:func:`weight_owners`); where one alone does, it ran in that call,
     and so did what made the value it read from those tensors. ``weighed_for``: the constants computed from
@@ -2241,6 +2262,9 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             containing = [m for m in containing if not any(is_ancestor(e, m) for e in either)] if either else []
             # unless it was written amid one of those calls, between two nodes that ran in it: it ran in that call
             containing += [r.module for r in spans.get(i, ()) if either and r.module in either]
+            # or a caller that made what a call took, which it was not handed, where every call left open is its own
+            if i in boundaries.made_in and either and all(is_ancestor(boundaries.made_in[i], e) for e in either):
+                containing.append(boundaries.made_in[i])
         deepest = _deepest(containing)
         if containing and deepest is None:
             # regions of calls on two lines of the tree hold it: where one call ran within the other (its region
