@@ -1441,12 +1441,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             # before it ended with, cancelled against the one the caller began with): of the nodes holding it, the
             # last written before the call's first node, left open between this call and its caller, ran in the
             # caller
-            handed, caller = begun[-1][1], begun[-1][6]
+            caller_took, caller = begun[-1][1], begun[-1][6]
             first_node = min(nodes - unplaced, default=-1)
             for key, array in inputs:
                 if key in fresh and key not in weights and informative(array) and not is_input(array) \
-                        and not any(given.shape == array.shape and given.dtype == array.dtype
-                                    and same_values(array, given) for _, given in handed) \
+                        and not any(other.shape == array.shape and other.dtype == array.dtype
+                                    and same_values(array, other) for _, other in caller_took) \
                         and (last := max((h for h in (producer[name] for name in find(array)) if h < first_node),
                                          default=-1)) in unplaced:
                     made_in[last] = caller
