@@ -674,6 +674,10 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                    and values[name].size > 0 and not descends(producer[name], earlier)
                    for name in graph.node[later].input if name)
 
+    def equal_tensors(first: "np.ndarray", second: "np.ndarray") -> bool:
+        """Whether two recorded tensors have one shape, one type and the same values."""
+        return first.shape == second.shape and first.dtype == second.dtype and same_values(first, second)
+
     def computed_from_taken(node: int, taken: set[int]) -> bool:
         """Whether node ``node`` is one of ``taken`` (the nodes holding what a call took) or computed from one."""
         return node in taken or any(descends(node, held) for held in taken if held < node)
@@ -1113,7 +1117,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         ran_before = computed_before(taken, begun[-1][0] if begun else -1)
         calls_before.append((event.module, ran_before))
         returned = [(key, given_key) for key, array in event.values for given_key, given in inputs
-                    if given.shape == array.shape and given.dtype == array.dtype and same_values(array, given)
+                    if equal_tensors(array, given)
                     and not apart_from_what_it_took(array, given_key, mark)
                     and (key == given_key or given_key not in weights)]  # (a new tensor equal to a weight it
         # took was computed by the call: no node computes a weight, see Event.weights)
@@ -1445,8 +1449,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             first_node = min(nodes - unplaced, default=-1)
             for key, array in inputs:
                 if key in fresh and key not in weights and informative(array) and not is_input(array) \
-                        and not any(other.shape == array.shape and other.dtype == array.dtype
-                                    and same_values(array, other) for _, other in caller_took) \
+                        and not any(equal_tensors(array, other) for _, other in caller_took) \
                         and (last := max((h for h in (producer[name] for name in find(array)) if h < first_node),
                                          default=-1)) in unplaced:
                     made_in[last] = caller
@@ -2223,8 +2226,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
     that was called. A node whose call the values leave open between one call and its caller (``unplaced``)
     ran in that call where it is written between two nodes of its region: exporters write nodes in the order
     they ran; one that made a new tensor the call took which the caller was not handed ran in the caller, bounded
-    or not (``made_in``). ``owners``: for nodes left open (``handed_on`` or ``between``), those of the modules it may have run
-    in (the calls and their callers, :func:`_open_between`) owning a parameter or buffer (their own, not a
+    or not (``made_in``). ``owners``: for nodes left open (``handed_on`` or ``between``), those of the modules it
+    may have run in (the calls and their callers, :func:`_open_between`) owning a parameter or buffer (their own, not a
     child's) equal to a weight the node reads (:func:`weight_owners`); where one alone does, it ran in that call,
     and so did what made the value it read from those tensors. ``weighed_for``: the constants computed from
     weights (a function of a parameter), with their readers: where all its readers lie within a module below
