@@ -415,6 +415,10 @@ class Boundaries:
     made_in: dict[int, str] = field(default_factory=dict)
     """Unplaced nodes that made a new tensor a call took which its caller was not handed, with the caller's module:
     they ran in that caller (or in a call it made), where no region of it pulls them in (a caller not bounded)."""
+    began_after: dict[str, int] = field(default_factory=dict)
+    """For each module called once, the last node holding a result of a call that ended before it began: that node,
+    and every node written before it, ran before the module's call (exporters write nodes in the order they ran),
+    bounded or not."""
 
     @property
     def bounding(self) -> dict[str, set[int]]:
@@ -988,6 +992,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     sized_in: set[int] = set()  # sizes a call computed from a number handed to it
     calls_of = Counter(event.module for event in events if event.begins)
     first_result: list[tuple[int, int]] = []  # each bounded call: the position it began at, its first result node
+    last_result: list[tuple[int, int]] = []  # each bounded call: the position it ended at, its last result node
     looked_at: set[Hashable] = set()  # results whose nodes passing them on were looked at (by the call making them)
     shaped_within: dict[int, str] = {}  # nodes passing a call's result on, shaped from what it made: they ran in it
     made_constant: dict[int, str] = {}  # constant nodes making a call's result, and what served them alone
@@ -1418,6 +1423,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
             bounded_taking[key].append(regions[-1])
         bounded_at[event.module] = regions[-1]
         first_result.append((began_at[position], min(results)))
+        last_result.append((position, max(results)))
         # the nodes passing its result on, shaped by sizes of a value it made (not from its results alone), ran in
         # it: what a call made and did not return no later code reads. Not in an element of a list of layers: the
         # next element may have computed the size again, and the exporter merged that with the first one's node
@@ -1632,6 +1638,17 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         k = bisect_right(starts, position)
         if calls_of[events[position].module] == 1 and k < len(earliest):
             ended_before[events[position].module] = earliest[k]
+    # and nothing written up to the last result of a call that ended before it began
+    began_after: dict[str, int] = {}
+    last_result.sort()
+    ended_at = [at for at, _ in last_result]
+    latest = [node for _, node in last_result]  # up to each call: the last result of any call ending earlier
+    for k in range(1, len(latest)):
+        latest[k] = max(latest[k], latest[k - 1])
+    for position in began_at.values():
+        k = bisect_left(ended_at, position)
+        if calls_of[events[position].module] == 1 and k:
+            began_after[events[position].module] = latest[k - 1]
     _beside_results(graph, values, events, began_at, readers, constant, ran_after, ended_before)
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
@@ -1642,7 +1659,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back,
                       returned_through, ended_before, feeding_results, measured_by,
                       {module: {i for key in keys if key in known for i in (known[key], *runs_on.get(key, ()))}
-                       for module, keys in took_keys.items()}, made_in)
+                       for module, keys in took_keys.items()}, made_in, began_after)
 
 
 def _beside_results(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], events: list[Event],
@@ -2357,6 +2374,8 @@ def hold_boundaries(node_modules: dict[int, str], boundaries: Boundaries, skippe
             if kind == "size":  # a size read by several calls ran in the call running where it is written
                 tag = _written_in(i, tag, boundaries, calls_of)
             tag = _out_of_ran_before(i, tag, boundaries)  # not into a call it ran before
+            if kind != "made":  # nor, computed from the model's inputs, into a call that began after it was written
+                tag = _out_of_begun_after(i, tag, boundaries)
             if tag != node_modules[i] and any(reader in moved for reader in readers):
                 moved[i] = tag
     for i, readers in made_for.items():
@@ -2421,6 +2440,19 @@ def _out_of_ran_before(node: int, tag: str, boundaries: Boundaries) -> str:
     parts = tag.split(".") if tag else []
     for depth in range(1, len(parts) + 1):
         if node in boundaries.ran_before.get(".".join(parts[:depth]), ()):
+            return ".".join(parts[:depth - 1])
+    return tag
+
+
+def _out_of_begun_after(node: int, tag: str, boundaries: Boundaries) -> str:
+    """``tag``, or the nearest module above it out of the outermost module holding ``tag`` called once and beginning
+    after ``node`` was written (``boundaries.began_after``: at or before the last result of a call that ended
+    before it began). Exporters write the nodes computed from the model's inputs in the order they ran (not so
+    constants, placed where the exporter puts them), and a call runs within its caller's: a node that ran before
+    a call began ran before every call within it."""
+    parts = tag.split(".") if tag else []
+    for depth in range(1, len(parts) + 1):
+        if node <= boundaries.began_after.get(".".join(parts[:depth]), -1):
             return ".".join(parts[:depth - 1])
     return tag
 

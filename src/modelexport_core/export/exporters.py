@@ -48,6 +48,28 @@ def torchscript_log() -> Iterator[list[str]]:
         torch._C._jit_onnx_log = original
 
 
+@contextlib.contextmanager
+def repeats_kept(keep: bool = True) -> Iterator[None]:
+    """With ``keep``, the TorchScript exporter skips its common-subexpression pass: a value two pieces of code
+    computed alike (two modules each reading the same input's size) stays two nodes, each written where its code
+    ran, instead of one node the records name after the first. The file computes the same outputs."""
+    import torch
+
+    original = getattr(torch._C, "_jit_pass_cse", None)
+    if not keep or original is None:
+        yield
+        return
+
+    def skipped(graph: Any) -> bool:
+        return False  # nothing merged, as the pass reports when it finds nothing to merge
+
+    setattr(torch._C, "_jit_pass_cse", skipped)  # noqa: B010 (its stub names the argument otherwise)
+    try:
+        yield
+    finally:
+        setattr(torch._C, "_jit_pass_cse", original)  # noqa: B010
+
+
 IN_MEMORY_LIMIT = 1 << 30
 """Models whose weights take fewer bytes are exported into memory; larger ones go to a file (a file over
 2 GB keeps its weights in external data, which the TorchScript exporter writes only beside a named file)."""
@@ -67,8 +89,10 @@ class _Captured:
         pass
 
 
-def export_torchscript(ctx: ExportContext, onnx_path: Path, in_memory: bool = False) -> "StreamedModel | None":
-    """A plain TorchScript export of ``ctx.module`` (dynamic axes and opset as the context says).
+def export_torchscript(ctx: ExportContext, onnx_path: Path, in_memory: bool = False,
+                       keep_repeats: bool = False) -> "StreamedModel | None":
+    """A plain TorchScript export of ``ctx.module`` (dynamic axes and opset as the context says); with
+    ``keep_repeats``, equal values computed twice are not merged into one node (:func:`repeats_kept`).
 
     Written to ``onnx_path``; with ``in_memory``, a model under :data:`IN_MEMORY_LIMIT` is handed back
     unwritten instead (a :class:`StreamedModel` over the exporter's own bytes): a strategy whose file the
@@ -81,7 +105,7 @@ def export_torchscript(ctx: ExportContext, onnx_path: Path, in_memory: bool = Fa
 
     register_missing_symbolics()
     captured = _Captured() if in_memory and _weight_bytes(ctx.module) < IN_MEMORY_LIMIT else None
-    with warnings.catch_warnings(), torchscript_log() as log:
+    with warnings.catch_warnings(), torchscript_log() as log, repeats_kept(keep_repeats):
         warnings.simplefilter("ignore")
         try:
             torch.onnx.export(

@@ -87,7 +87,9 @@ class UsageBasedStrategy(TaggingStrategy):
 
         # the exporter's trace runs the model once: its calls are counted, and the values crossing them recorded
         with counting_calls(ctx.model) as calls, recording_calls(ctx.model) as events:
-            unwritten = export_torchscript(ctx, onnx_path, in_memory=ctx.may_leave_unwritten)
+            # equal values two calls computed stay two nodes, each where its call wrote it: one node serving
+            # two calls has no one module, and the records would name it after the first
+            unwritten = export_torchscript(ctx, onnx_path, in_memory=ctx.may_leave_unwritten, keep_repeats=True)
         folder = Path(onnx_path).parent
         # the graph only: each weight is read from where the exporter put it when it is compared, then let go
         if unwritten is not None:
