@@ -445,3 +445,59 @@ def test_a_mask_of_zeros_several_nodes_pass_on_was_made_before_the_call_taking_i
     measured = measure_case(cases, "block_mask", tmp_path, exporter=exporter)
     assert measured.result.exporter == exporter
     assert_every_recorded_node(measured)
+
+
+class Resampler(nn.Module):
+    """Resizes a table of positions to the grid of patches an image of the size it is handed makes."""
+
+    def forward(self, table, size):
+        height, width = size
+        grid = table.transpose(1, 2).reshape(1, 8, 4, 4)
+        grid = nn.functional.interpolate(grid, size=(height // 4, width // 4), mode="bilinear", align_corners=False)
+        return grid.flatten(2).transpose(1, 2)
+
+
+class ResampledEmbedding(nn.Module):
+    """Reads the image's size, cuts patches (a call of its own), then resamples its positions to that size."""
+
+    def __init__(self):
+        super().__init__()
+        self.patch = nn.Conv2d(3, 8, 4, stride=4)
+        self.table = nn.Parameter(torch.randn(1, 16, 8))
+        self.resample = Resampler()
+
+    def forward(self, pixels):
+        height, width = pixels.shape[-2], pixels.shape[-1]
+        patches = self.patch(pixels).flatten(2).transpose(1, 2)
+        return patches + self.resample(self.table, (height, width))
+
+
+class ResampledNet(nn.Module):
+    """The model reads the image's size again, for positions of its own resampled by a second call."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = ResampledEmbedding()
+        self.table = nn.Parameter(torch.randn(1, 16, 8))
+        self.resample = Resampler()
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, pixels):
+        x = self.embed(pixels)
+        height, width = pixels.shape[-2], pixels.shape[-1]
+        return self.head(x + self.resample(self.table, (height, width)))
+
+
+def test_a_size_read_before_a_call_of_a_sibling_is_not_the_later_calls(tmp_path):
+    """The embedding and the model each read the image's size, and each hands it, as plain numbers, to a resampling
+    call. The exporter writes each read where it ran, keeping the two apart (usage_based's own TorchScript export
+    merges no equal values): the embedding's read is written before its patch call's result, so it ran before its
+    resampling call began, which only that call's code reads it in: the embedding's own, every node as recorded.
+    (The dynamo exporter folds both resamplings into weights at these static sizes: no call of theirs runs a node.)"""
+    cases = {"resampled": (ResampledNet, lambda: {"pixels": torch.randn(2, 3, 16, 24)})}
+    measured = measure_case(cases, "resampled", tmp_path, exporter="torchscript")
+    assert measured.result.exporter == "torchscript"
+    reads = {key for key, node in zip(measured.node_keys, measured.onnx_model.graph.node)
+             if node.op_type == "Shape" and list(node.input) == ["pixels"]}
+    assert {measured.reference[node] for node in reads} == {"", "embed"}, measured.report()
+    assert_every_recorded_node(measured)
