@@ -3046,3 +3046,25 @@ def test_a_view_a_call_took_that_its_caller_was_not_handed_ran_in_the_caller(cal
     assert 2 in boundaries.unplaced  # the values alone leave it open
     moved = hold_boundaries({0: "first", 1: "first", 2: "", 3: "second.inner", 4: "second"}, boundaries, set(), {})
     assert moved == ({2: "second"} if caller_takes == "the callee's result" else {})
+
+
+def test_a_size_read_before_a_call_ended_is_no_later_calls():
+    """The caller reads x's first size, calls ``first``, then hands the size to ``second`` as a plain number;
+    ``second`` halves it and shapes what it took by it. The call's values pull ``second``'s nodes in, and sizes
+    follow their readers, but the read is written before ``first``'s result: it ran before ``second`` began, so it
+    stays the caller's, though only ``second``'s code reads it (without the rule it went into ``second``)."""
+    graph, values = _run([helper.make_node("Shape", ["x"], ["s"]), ints("i", 0),
+                          helper.make_node("Gather", ["s", "i"], ["h"]), helper.make_node("Tanh", ["x"], ["t"]),
+                          ints("two", 2), helper.make_node("Div", ["h", "two"], ["d"]), ints("axes", [0]),
+                          helper.make_node("Unsqueeze", ["d", "axes"], ["u"]), ints("rest", [-1]),
+                          helper.make_node("Concat", ["u", "rest"], ["shape"], axis=0),
+                          helper.make_node("Reshape", ["t", "shape"], ["r"]), helper.make_node("Sin", ["r"], ["y"])],
+                         X)
+    events = [Event(True, "", (("x", X),)), Event(True, "first", (("x", X),)), Event(False, "first", (("t", values["t"]),)),
+              Event(True, "second", (("t", values["t"]),)), Event(False, "second", (("y", values["y"]),)),
+              Event(False, "", (("y", values["y"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.began_after == {"second": 3}
+    tags = {0: "", 1: "", 2: "", 3: "first", **{i: "" for i in range(4, 12)}}  # the passes left it all to the caller
+    moved = hold_boundaries(tags, boundaries, constant_nodes(graph), made_for_readers(graph, constant_nodes(graph)))
+    assert moved.get(11) == "second" and not {i for i in moved if i <= 2}, moved

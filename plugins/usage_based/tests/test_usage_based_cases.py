@@ -77,7 +77,7 @@ def test_initializer_names_are_not_needed(exported):
         anonymous = copy.deepcopy(measured.onnx_model)
         renamed = {init.name: f"tensor_{k}" for k, init in enumerate(anonymous.graph.initializer)}
         for node in anonymous.graph.node:
-            for k, value in enumerate(node.output):
+            for value in node.output:
                 if value.startswith("model."):  # copies of initializers are named after parameters
                     renamed[value] = f"copy_{len(renamed)}"
         for init in anonymous.graph.initializer:

@@ -60,7 +60,11 @@ run in onnxruntime on the same inputs, each of those values is a node output of 
 - a module called once ran nothing written from the first result of a call that began after its call ended
   (:attr:`Boundaries.ended_before`): exporters write nodes in the order they ran, so that result and every node
   after it ran after the module's call (a router returning indices no node holds bounds nothing, yet the
-  attention its caller computes after the next call is not the router's);
+  attention its caller computes after the next call is not the router's); and, the other way round, a module
+  called once ran nothing written at or before the last result of a call that ended before its call began,
+  bounded or not (:attr:`Boundaries.began_after`): integer arithmetic computed from the model's inputs goes into no
+  call that began after it (a size its caller read before the call the caller made first, handed to a second call
+  as plain numbers, is the caller's, not the second call's);
 - a call that took the very tensor an earlier call returned: the nodes passing it on toward the later call's
   results ran after the first call returned it and before the second's results, so in one of the two calls or in
   a caller between them (:attr:`Boundaries.between`); a tag off every such line goes to the two calls' common
