@@ -27,7 +27,7 @@ demo: install
 # lint and type checks first (seconds), then the fast unit tier (a minute), then the rest; exit 5 is
 # pytest's "no test selected" (PYTEST_ARGS naming only one tier)
 test: install
-	$(BIN)/ruff check src plugins/*/src
+	$(BIN)/ruff check src plugins tests benchmarks
 	$(BIN)/mypy src/modelexport_core
 	$(BIN)/mypy --follow-imports=silent $(wildcard plugins/*/src/*/strategy.py plugins/*/src/*/__init__.py)
 	$(BIN)/python -m pytest -q -m unit $(PYTEST_ARGS) || [ $$? -eq 5 ]

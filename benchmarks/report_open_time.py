@@ -82,8 +82,8 @@ def open_times(browser, html: Path, repeat: int, query: str) -> dict[str, float]
     for _ in range(repeat):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
         started = time.perf_counter()
         page.goto(html.resolve().as_uri(), timeout=120_000)
         page.wait_for_function("window.modelexportReport && window.modelexportReport.ready", timeout=120_000)

@@ -22,7 +22,7 @@ def apply() -> bool:
     import torch
 
     try:
-        torch.ops.torchvision.nms.default  # the extension loaded (or the ops are declared already)
+        _ = torch.ops.torchvision.nms.default  # the extension loaded (or the ops are declared already)
         return False
     except (AttributeError, RuntimeError):
         pass
