@@ -3068,3 +3068,33 @@ def test_a_size_read_before_a_call_ended_is_no_later_calls():
     tags = {0: "", 1: "", 2: "", 3: "first", **{i: "" for i in range(4, 12)}}  # the passes left it all to the caller
     moved = hold_boundaries(tags, boundaries, constant_nodes(graph), made_for_readers(graph, constant_nodes(graph)))
     assert moved.get(11) == "second" and not {i for i in moved if i <= 2}, moved
+
+
+def test_a_node_computing_with_a_weight_made_no_tensor_a_call_took_however_equal():
+    """As above, with norm's scale exactly one (a frozen norm at its initial statistics, its scale folded by the
+    exporter into one weight): the scaling passes tanh(x) on unchanged in value, yet norm took conv's very tensor,
+    and a node computing with a weight makes a new one. So the walk from norm's shift does not stop at the scaling:
+    norm ran both (before, the scaling was taken for the node holding what norm took, and left to the caller)."""
+    import torch
+
+    bias = np.array([1e-8, -2e-8, 3e-8], dtype=np.float32)
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["h"]),
+        helper.make_node("Mul", ["h", "scale"], ["s"]),
+        helper.make_node("Add", ["s", "shift"], ["n"]),
+        helper.make_node("Sin", ["n"], ["m"]),
+    ], X, {"scale": np.ones(3, dtype=np.float32), "shift": bias})
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "conv", (("x", X),)), Event(False, "conv", (("h", values["h"]),)),
+              Event(True, "norm", (("h", values["h"]),)), Event(False, "norm", (("n", values["n"]),)),
+              Event(True, "mixer", (("n", values["n"]),)), Event(False, "mixer", (("m", values["m"]),)),
+              Event(False, "", (("m", values["m"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert boundaries.took["norm"] == {0}
+    model = torch.nn.Module()
+    model.conv, model.norm, model.mixer = _owning(weight=np.ones(4)), _owning(bias=bias), _owning(weight=np.ones(4))
+    open_in = {0: {"conv", "norm", ""}, 1: {"norm", "mixer", ""}, 2: {"norm", "mixer", ""}}
+    owners = weight_owners(graph, model, open_in, took=boundaries.took)
+    assert owners[2].modules == {"norm"} and owners[2].computing == {1}
+    moved = hold_boundaries({0: "conv", 1: "", 2: "mixer", 3: "mixer"}, boundaries, constant_nodes(graph), {}, owners)
+    assert moved == {1: "norm", 2: "norm"}

@@ -414,8 +414,9 @@ class Boundaries:
     call measures it; where every reader of the size is such a call's own code (none in a call it made: exporters
     merge equal sizes of other tensors into one node), that call measured it."""
     took: dict[str, set[int]] = field(default_factory=dict)
-    """For each module, the nodes known to hold a tensor one of its calls took, and those passing it on: such a
-    node made what the call read before the call began (:class:`Owned`)."""
+    """For each module, the nodes known to hold a tensor one of its calls took, and those passing it on reading no
+    weight: such a node made what the call read before the call began (:class:`Owned`). A node computing with a
+    weight made a new tensor, never the very one it read, however equal its value (a scale within rounding of one)."""
     made_in: dict[int, str] = field(default_factory=dict)
     """Unplaced nodes that made a new tensor a call took which its caller was not handed, with the caller's module:
     they ran in that caller (or in a call it made), where no region of it pulls them in (a caller not bounded)."""
@@ -1662,7 +1663,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       dict(ran_after), call_values,
                       dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back,
                       returned_through, ended_before, feeding_results, measured_by,
-                      {module: {i for key in keys if key in known for i in (known[key], *runs_on.get(key, ()))}
+                      {module: {i for key in keys if key in known for i in (known[key], *runs_on.get(key, ()))
+                                if i == known[key] or i not in weighted}
                        for module, keys in took_keys.items()}, made_in, began_after)
 
 
