@@ -2959,6 +2959,27 @@ def test_a_node_reading_a_weight_of_a_call_made_inside_holds_none_of_the_callers
     assert (5 in block and not {3, 4, 5} & after) is owned
 
 
+SHIFT = np.array([1e-8, -2e-8, 3e-8], dtype=np.float32)
+
+
+def _scaled_norm(scale: float, rounded: bool) -> tuple[onnx.GraphProto, dict[str, np.ndarray], list[Event]]:
+    """conv returns tanh(x); norm scales it by ``scale`` and adds its shift (:data:`SHIFT`); mixer takes norm's
+    result. ``rounded``: norm's result as PyTorch computed it, off by rounding from each node holding it."""
+    graph, values = _run([
+        helper.make_node("Tanh", ["x"], ["h"]),
+        helper.make_node("Mul", ["h", "scale"], ["s"]),
+        helper.make_node("Add", ["s", "shift"], ["n"]),
+        helper.make_node("Sin", ["n"], ["m"]),
+    ], X, {"scale": np.full(3, scale, dtype=np.float32), "shift": SHIFT})
+    normed = (values["h"] + values["n"]) / 2 if rounded else values["n"]
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "conv", (("x", X),)), Event(False, "conv", (("h", values["h"]),)),
+              Event(True, "norm", (("h", values["h"]),)), Event(False, "norm", (("n", normed),)),
+              Event(True, "mixer", (("n", normed),)), Event(False, "mixer", (("m", values["m"]),)),
+              Event(False, "", (("m", values["m"]),))]
+    return graph, values, events
+
+
 def test_what_computed_the_data_a_node_of_one_call_read_ran_in_that_call_where_it_may_have():
     """conv returns tanh(x); norm scales it by a constant just under one (computed from its statistics, equal to
     no parameter) and adds its own shift, returning a new tensor equal to what it took; mixer takes that very
@@ -2968,25 +2989,13 @@ def test_what_computed_the_data_a_node_of_one_call_read_ran_in_that_call_where_i
     have run the scaling: it stays."""
     import torch
 
-    bias = np.array([1e-8, -2e-8, 3e-8], dtype=np.float32)
-    graph, values = _run([
-        helper.make_node("Tanh", ["x"], ["h"]),
-        helper.make_node("Mul", ["h", "scale"], ["s"]),
-        helper.make_node("Add", ["s", "shift"], ["n"]),
-        helper.make_node("Sin", ["n"], ["m"]),
-    ], X, {"scale": np.full(3, 0.9999995, dtype=np.float32), "shift": bias})
-    normed = (values["h"] + values["n"]) / 2  # as PyTorch computed it: off by rounding from each node
-    events = [Event(True, "", (("x", X),)),
-              Event(True, "conv", (("x", X),)), Event(False, "conv", (("h", values["h"]),)),
-              Event(True, "norm", (("h", values["h"]),)), Event(False, "norm", (("n", normed),)),
-              Event(True, "mixer", (("n", normed),)), Event(False, "mixer", (("m", values["m"]),)),
-              Event(False, "", (("m", values["m"]),))]
+    graph, values, events = _scaled_norm(0.9999995, rounded=True)
     boundaries = call_regions(graph, values, events, [X])
     assert {1, 2} <= set(boundaries.between) | set(boundaries.handed_on)
     tags = {0: "conv", 1: "", 2: "mixer", 3: "mixer"}
     open_in = {1: {"norm", "mixer", ""}, 2: {"norm", "mixer", ""}}
     model = torch.nn.Module()
-    model.conv, model.norm, model.mixer = _owning(weight=np.ones(4)), _owning(bias=bias), _owning(weight=np.ones(4))
+    model.conv, model.norm, model.mixer = _owning(weight=np.ones(4)), _owning(bias=SHIFT), _owning(weight=np.ones(4))
     owners = weight_owners(graph, model, open_in)
     assert owners[2].modules == {"norm"} and owners[2].computing == {1}
     assert hold_boundaries(tags, boundaries, constant_nodes(graph), {}, owners) == {1: "norm", 2: "norm"}
@@ -2997,7 +3006,7 @@ def test_what_computed_the_data_a_node_of_one_call_read_ran_in_that_call_where_i
     assert weight_owners(graph, model, open_too, took=boundaries.took)[2].computing == {1}
     assert weight_owners(graph, model, open_too)[2].computing == {0, 1}
     model.norm = _owning(weight=np.ones(4))
-    model.register_parameter("shift", torch.nn.Parameter(torch.from_numpy(bias.copy())))
+    model.register_parameter("shift", torch.nn.Parameter(torch.from_numpy(SHIFT.copy())))
     owners = weight_owners(graph, model, open_in)
     assert owners[2].modules == {""} and owners[2].computing == set()
 
@@ -3077,22 +3086,11 @@ def test_a_node_computing_with_a_weight_made_no_tensor_a_call_took_however_equal
     norm ran both (before, the scaling was taken for the node holding what norm took, and left to the caller)."""
     import torch
 
-    bias = np.array([1e-8, -2e-8, 3e-8], dtype=np.float32)
-    graph, values = _run([
-        helper.make_node("Tanh", ["x"], ["h"]),
-        helper.make_node("Mul", ["h", "scale"], ["s"]),
-        helper.make_node("Add", ["s", "shift"], ["n"]),
-        helper.make_node("Sin", ["n"], ["m"]),
-    ], X, {"scale": np.ones(3, dtype=np.float32), "shift": bias})
-    events = [Event(True, "", (("x", X),)),
-              Event(True, "conv", (("x", X),)), Event(False, "conv", (("h", values["h"]),)),
-              Event(True, "norm", (("h", values["h"]),)), Event(False, "norm", (("n", values["n"]),)),
-              Event(True, "mixer", (("n", values["n"]),)), Event(False, "mixer", (("m", values["m"]),)),
-              Event(False, "", (("m", values["m"]),))]
+    graph, values, events = _scaled_norm(1.0, rounded=False)
     boundaries = call_regions(graph, values, events, [X])
     assert boundaries.took["norm"] == {0}
     model = torch.nn.Module()
-    model.conv, model.norm, model.mixer = _owning(weight=np.ones(4)), _owning(bias=bias), _owning(weight=np.ones(4))
+    model.conv, model.norm, model.mixer = _owning(weight=np.ones(4)), _owning(bias=SHIFT), _owning(weight=np.ones(4))
     open_in = {0: {"conv", "norm", ""}, 1: {"norm", "mixer", ""}, 2: {"norm", "mixer", ""}}
     owners = weight_owners(graph, model, open_in, took=boundaries.took)
     assert owners[2].modules == {"norm"} and owners[2].computing == {1}
