@@ -2443,9 +2443,14 @@ def _out_of_ran_before(node: int, tag: str, boundaries: Boundaries) -> str:
     """``tag``, or the nearest module above it whose calls ``node`` did not all run before: out of the outermost
     module holding ``tag`` every call of which ran after it (a call runs within its caller's calls, so a node
     that ran before every call of a module ran before every call of a module within it)."""
+    return _out_of_outermost(tag, lambda module: node in boundaries.ran_before.get(module, ()))
+
+
+def _out_of_outermost(tag: str, began_after_it: Callable[[str], bool]) -> str:
+    """``tag``, or the parent of the outermost module holding ``tag`` for which ``began_after_it`` holds."""
     parts = tag.split(".") if tag else []
     for depth in range(1, len(parts) + 1):
-        if node in boundaries.ran_before.get(".".join(parts[:depth]), ()):
+        if began_after_it(".".join(parts[:depth])):
             return ".".join(parts[:depth - 1])
     return tag
 
@@ -2456,11 +2461,7 @@ def _out_of_begun_after(node: int, tag: str, boundaries: Boundaries) -> str:
     before it began). Exporters write the nodes computed from the model's inputs in the order they ran (not so
     constants, placed where the exporter puts them), and a call runs within its caller's: a node that ran before
     a call began ran before every call within it."""
-    parts = tag.split(".") if tag else []
-    for depth in range(1, len(parts) + 1):
-        if node <= boundaries.began_after.get(".".join(parts[:depth]), -1):
-            return ".".join(parts[:depth - 1])
-    return tag
+    return _out_of_outermost(tag, lambda module: node <= boundaries.began_after.get(module, -1))
 
 
 def _serving_only(nodes: set[int], readers: Mapping[int, Iterable[int]], served: set[int]) -> set[int]:
