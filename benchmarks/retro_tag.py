@@ -10,6 +10,10 @@ measures usage_based's own export of the model with ``compare_strategies``.
     .venv/bin/python benchmarks/retro_tag.py [--own] [--only resnet,lstm_tagger] [--json out.json]
                                              [--strategy usage_based|htp|records] [--rename]
                                              [--exporter torchscript|dynamo]
+    .venv-bench/bin/python benchmarks/retro_tag.py --draw heldout --seed N --sources timm,torchvision --rename
+
+With ``--draw``, the models are one configuration of each family of ``benchmarks/generator.py`` from the named
+sources (a held-out draw's seed, as ``zoo_sweep.py --draw`` takes it; the benchmark environment), not the zoo.
 
 Figures: ``module`` is the share of scoped nodes given exactly the recorded module, ``tag`` the share
 given the same hierarchy tag (torch.nn modules folded into their parents, as the CLI writes them),
@@ -58,6 +62,15 @@ class Row:
     seconds: float = 0.0
 
 
+def build(name: str, batch: int):
+    """A zoo model by its zoo name, or a generated one by its ``family@seed.index`` name."""
+    if "@" in name:
+        import generator
+
+        return generator.by_name(name).build(batch)
+    return zoo.build(name, batch)
+
+
 def plain_export(model, inputs, path: Path, exporter: str = "torchscript") -> None:
     """A default export: TorchScript through the core's wrapper (transformers forwards are keyword-first), or
     dynamo of the model itself with keyword inputs."""
@@ -103,8 +116,8 @@ def measure_tag(name: str, folder: Path, strategy: str = "usage_based", rename: 
     from modelexport_core.testing import sibling_contamination
 
     row = Row(name)
-    model, inputs = zoo.build(name, 2)
-    path = folder / f"{name}.onnx"
+    model, inputs = build(name, 2)
+    path = folder / f"{name.replace(':', '_')}.onnx"
     plain_export(model, inputs, path, exporter)
     onnx_model = onnx.load(str(path))
     ctx = make_context(model, inputs)
@@ -135,10 +148,13 @@ def measure_tag(name: str, folder: Path, strategy: str = "usage_based", rename: 
 def measure_own(name: str, row: Row) -> None:
     from modelexport_core.export.pipeline import ExportOptions
     from modelexport_core.measure.compare import compare_strategies
+    from modelexport_core.prepare.models import LoadedModel
 
     with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
-        (comparison,) = compare_strategies(zoo.load(name, 2), ExportOptions(strategies=["usage_based"]))
+        model, inputs = build(name, 2)
+        loaded = LoadedModel(model, name, "factory", inputs=inputs, by_keyword=True)
+        (comparison,) = compare_strategies(loaded, ExportOptions(strategies=["usage_based"]))
     row.own_tag = comparison.agreement
     row.own_contaminated = comparison.contaminated
     row.own_reason = comparison.reason
@@ -158,10 +174,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exporter", default="torchscript", choices=["torchscript", "dynamo"],
                         help="the plain export to tag (dynamo: the model itself, keyword inputs)")
     parser.add_argument("--json", type=Path, help="write the rows here")
+    parser.add_argument("--draw", choices=("dev", "heldout"), help="generated models instead of the zoo's")
+    parser.add_argument("--seed", type=int, help="the held-out draw's seed")
+    parser.add_argument("--sources", default="timm,torchvision",
+                        help="with --draw: the generator's sources (or families) to take one model of each from")
     args = parser.parse_args(argv)
-    names = [n for n in args.only.split(",") if n] or RETRO_MODELS
+    if args.draw:
+        import generator
+
+        drawn = generator.draw(args.draw, args.seed, per_family=1, only=args.sources.split(","))
+        names = [m.name for m in drawn]
+    else:
+        names = [n for n in args.only.split(",") if n] or RETRO_MODELS
     rows = []
-    print(f"{'model':20} {'nodes':>5} {'module':>7} {'tag':>7} {'contam':>6} {'own tag':>7} {'own cont':>8}  note")
+    print(f"{'model':28.28} {'nodes':>5} {'module':>7} {'tag':>7} {'contam':>6} {'own tag':>7} {'own cont':>8}  note")
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
             try:
@@ -174,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                 except Exception as error:
                     row.own_reason = f"{type(error).__name__}: {error}"
             rows.append(row)
-            print(f"{name:20} {row.nodes:5} {_figure(row.module):>7} {_figure(row.tag):>7} {row.contaminated:6} "
+            print(f"{name.partition('@')[0]:28.28} {row.nodes:5} {_figure(row.module):>7} {_figure(row.tag):>7} {row.contaminated:6} "
                   f"{_figure(row.own_tag):>7} {'-' if row.own_contaminated is None else row.own_contaminated:>8}  "
                   f"{row.reason or row.own_reason}"[:220], flush=True)
     if args.json:
