@@ -3096,3 +3096,55 @@ def test_a_node_computing_with_a_weight_made_no_tensor_a_call_took_however_equal
     assert owners[2].modules == {"norm"} and owners[2].computing == {1}
     moved = hold_boundaries({0: "conv", 1: "", 2: "mixer", 3: "mixer"}, boundaries, constant_nodes(graph), {}, owners)
     assert moved == {1: "norm", 2: "norm"}
+
+
+def _biased_then_scaled() -> tuple[onnx.GraphProto, dict[str, np.ndarray], list[Event]]:
+    """proj multiplies x by its weight and adds its bias of zeros; scale multiplies proj's result by its weight of
+    ones; head takes scale's result. Each returns a new tensor, the last two equal to what they took."""
+    graph, values = _run([
+        helper.make_node("MatMul", ["x", "w"], ["p"]),
+        helper.make_node("Add", ["p", "bias"], ["y"]),
+        helper.make_node("Mul", ["y", "ones"], ["s"]),
+        helper.make_node("Sin", ["s"], ["m"]),
+    ], X, {"w": np.arange(9, dtype=np.float32).reshape(3, 3) / 7, "bias": np.zeros(3, dtype=np.float32),
+           "ones": np.ones(3, dtype=np.float32)})
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "proj", (("x", X),)), Event(False, "proj", (("y", values["y"]),)),
+              Event(True, "scale", (("y", values["y"]),)), Event(False, "scale", (("s", values["s"]),)),
+              Event(True, "head", (("s", values["s"]),)), Event(False, "head", (("m", values["m"]),)),
+              Event(False, "", (("m", values["m"]),))]
+    return graph, values, events
+
+
+def test_a_node_computing_with_a_weight_of_the_call_that_returned_the_tensor_made_that_tensor():
+    """scale took proj's very tensor. proj's bias add passes the product on unchanged in value and computes with a
+    weight, yet that weight equals proj's own bias: proj's call ran it before scale began, and it holds what scale
+    took. A weight equal to no parameter of proj (or of no module known) leaves the add out, as a node computing
+    with a weight makes a new tensor."""
+    graph, values, events = _biased_then_scaled()
+    weighing = {1: {"proj", "elsewhere.proj"}}
+    assert call_regions(graph, values, events, [X], weighing=weighing).took["scale"] == {0, 1}
+    assert call_regions(graph, values, events, [X], weighing={1: {"elsewhere.proj"}}).took["scale"] == {0}
+    assert call_regions(graph, values, events, [X]).took["scale"] == {0}
+
+
+def test_a_result_run_on_before_the_calls_last_result_ran_in_the_call():
+    """settle returns exp(x), then normalized again and again after it settled (two nodes each passing the value
+    on unchanged), and sin(x), written after both: nodes are written as they ran, so the repeats ran in settle's
+    call, the last of them holding what it returned; they join its region, not left unsure for its caller."""
+    graph, values = _run([
+        helper.make_node("Exp", ["x"], ["e"]),
+        helper.make_node("Relu", ["e"], ["r1"]),
+        helper.make_node("Relu", ["r1"], ["r2"]),
+        helper.make_node("Sin", ["x"], ["o"]),
+        helper.make_node("Mul", ["r2", "o"], ["z"]),
+    ], X)
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "settle", (("x", X),)),
+              Event(False, "settle", (("comb", values["e"]), ("other", values["o"]))),
+              Event(False, "", (("z", values["z"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    (region,) = [region for region in boundaries.regions if region.module == "settle"]
+    assert {0, 1, 2, 3} <= region.nodes and not region.unsure & {1, 2}
+    moved = hold_boundaries({0: "settle", 1: "", 2: "", 3: "settle", 4: ""}, boundaries, constant_nodes(graph), {})
+    assert moved == {1: "settle", 2: "settle"}

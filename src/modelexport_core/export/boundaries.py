@@ -253,7 +253,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 
 from modelexport_core.format.graph import SHAPE_OPS, used_values
 from modelexport_core.format.tags import common_ancestor, in_list_element, in_sibling_elements, is_ancestor
@@ -416,7 +416,9 @@ class Boundaries:
     took: dict[str, set[int]] = field(default_factory=dict)
     """For each module, the nodes known to hold a tensor one of its calls took, and those passing it on reading no
     weight: such a node made what the call read before the call began (:class:`Owned`). A node computing with a
-    weight made a new tensor, never the very one it read, however equal its value (a scale within rounding of one)."""
+    weight made a new tensor, never the very one it read, however equal its value (a scale within rounding of one);
+    but one reading a weight equal to a parameter of the module whose call returned that tensor (``weighing``) ran
+    in that call, before this one began (a bias of zeros the layer added to its product), and stays."""
     made_in: dict[int, str] = field(default_factory=dict)
     """Unplaced nodes that made a new tensor a call took which its caller was not handed, with the caller's module:
     they ran in that caller (or in a call it made), where no region of it pulls them in (a caller not bounded)."""
@@ -581,7 +583,8 @@ def constant_nodes(graph: "onnx.GraphProto", sizes: bool = False) -> set[int]:
 def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], events: list[Event],
                  model_inputs: list["np.ndarray"],
                  weight: Callable[["onnx.TensorProto"], "np.ndarray"] | None = None,
-                 owned: Mapping[int, str] | None = None, input_names: Sequence[str] = ()) -> Boundaries:
+                 owned: Mapping[int, str] | None = None, input_names: Sequence[str] = (),
+                 weighing: Mapping[int, Collection[str]] | None = None) -> Boundaries:
     """The region of every call whose boundary values settle it (module docstring), from ``values``: the
     file's node outputs on the inputs the model ran on (``model_inputs``). ``weight``: an initializer's value
     where the graph holds it without its data (else it is read from the graph). ``owned``: nodes reading a weight
@@ -589,7 +592,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
     a module neither within it nor among its callers, so values settling such a region (a result equal within
     rounding to a later layer's, where its own holder is gone) settle nothing and the call is not bounded.
     ``input_names``: the graph inputs ``model_inputs`` were given as, in their order, where known
-    (:attr:`Boundaries.measured_by`)."""
+    (:attr:`Boundaries.measured_by`). ``weighing``: nodes reading a weight equal to parameters or buffers, with
+    every module holding an equal one (:attr:`Boundaries.took`)."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -1655,6 +1659,13 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         if calls_of[events[position].module] == 1 and k:
             began_after[events[position].module] = latest[k - 1]
     _beside_results(graph, values, events, began_at, readers, constant, ran_after, ended_before)
+
+    def ran_in_returning(node: int, key: Hashable) -> bool:
+        """Whether a node reads a weight equal to a parameter of the module whose call returned ``key`` (or of one
+        within it): it ran in that call, which returned the tensor after it."""
+        returning = returned_by.get(key)
+        return returning is not None and any(is_ancestor(returning, module) for module in (weighing or {}).get(node, ()))
+
     return Boundaries(regions, unbounded, loose, unplaced,
                       {node: modules for node, modules in undecided.items() if node not in of_inputs},
                       {event.module for event in events} - _emptied(events, values),
@@ -1664,7 +1675,7 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                       dict(handed_on), shaped_within, sized, integer, built_for, crops, made_constant, cast_back,
                       returned_through, ended_before, feeding_results, measured_by,
                       {module: {i for key in keys if key in known for i in (known[key], *runs_on.get(key, ()))
-                                if i == known[key] or i not in weighted}
+                                if i == known[key] or i not in weighted or ran_in_returning(i, key)}
                        for module, keys in took_keys.items()}, made_in, began_after)
 
 
@@ -2083,6 +2094,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         runs_on[key] = before[1:]
     results = []
     mine: list[int] = []
+    running_on: list[tuple[int, Hashable, list[int]]] = []  # results run on unchanged: place, tensor, the chain
     for key, array in outputs:
         if key in known:
             results.append(known[key])
@@ -2124,6 +2136,13 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
         known[key] = candidates[0]
         results.append(candidates[0])
         runs_on[key] = chain
+        running_on.append((len(results) - 1, key, chain))
+    last = max(results, default=-1)
+    for place, key, chain in running_on:  # nodes are written as they ran: those passing a result on before the
+        ran = [i for i in chain if i < last]  # call's last result was written ran in the call, the last of them
+        if ran:  # holding what it returned (a normalization repeated after it settled, before another result)
+            results[place] = known[key] = ran[-1]
+            runs_on[key] = chain = chain[len(ran):]
         unsure.update(chain)
     for i in mine:
         claimed.setdefault(i, len(claimed))
@@ -2659,11 +2678,13 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
                          exporter: str, weights: "Path | StreamedModel | None" = None,
                          values: dict[str, "np.ndarray"] | None = None,
                          events: list[Event] | None = None, index: "GraphIndex | None" = None,
-                         owned: Mapping[str, str] | None = None) -> dict[str, str]:
+                         owned: Mapping[str, str] | None = None,
+                         weighing: Mapping[str, Collection[str]] | None = None) -> dict[str, str]:
     """The nodes (by name) whose module the values crossing each module call's boundary settle otherwise, with
     that module; none where the model or the file cannot run on ``ctx.args``. Constants keep the strategy's
     tags, except where their readers moved. ``owned``: nodes (by name) reading a weight of one module alone, with
-    that module (:func:`call_regions`).
+    that module (:func:`call_regions`); ``weighing``: nodes (by name) reading a weight equal to parameters or
+    buffers, with every module holding an equal one.
 
     ``events``: the calls recorded while the exporter ran the model (:func:`recording_calls`), where the strategy
     has them; else the model runs once more as ``exporter`` ran it. ``values``: the file's node outputs on
@@ -2696,7 +2717,8 @@ def hold_call_boundaries(ctx: "ExportContext", onnx_model: "onnx.ModelProto", no
     boundaries = call_regions(graph, values, events, [tensor.detach().cpu().numpy() for tensor in ctx.args],
                               _weight_reader(weights),
                               {positions[key]: module for key, module in (owned or {}).items() if key in positions},
-                              list(ctx.input_names))
+                              list(ctx.input_names),
+                              {positions[key]: modules for key, modules in (weighing or {}).items() if key in positions})
     constant = constant_nodes(graph)
     candidates = {i: _open_between(i, boundaries) for i in set(boundaries.handed_on) | set(boundaries.between)}
     owners = weight_owners(graph, ctx.model, candidates, _weight_reader(weights), boundaries.holding,

@@ -183,7 +183,9 @@ class UsageBasedStrategy(TaggingStrategy):
             owned = {index.keys[i]: next(iter(owners.modules)) for i, owners in users.candidates.items()
                      if len(owners.modules) == 1}
             bounded = hold_call_boundaries(ctx, onnx_model, node_modules, _exporter_of(onnx_model), weights,
-                                           values=values, events=events, index=index, owned=owned)
+                                           values=values, events=events, index=index, owned=owned,
+                                           weighing={index.keys[i]: frozenset(owners.modules)
+                                                     for i, owners in users.candidates.items()})
         node_modules.update(bounded)
         evidence = {key: "neighbours" for key in node_modules if key not in tagged}
         evidence.update({index.keys[i]: "parameter" if seeds.get(i) == module else "propagation"
