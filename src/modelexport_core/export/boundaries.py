@@ -177,7 +177,10 @@ zero bias added, a cast to the type it has, an expansion to the shape it has, a 
 scatter of no rows), or values computed from
 weights, constants and sizes alone (a positional table of zeros, resized to the input's sizes, added), or
 values computed from it and constants alone, reading no weight (its sums, dividing it: a normalization
-repeated until it settles): a call may have taken or returned it at any of them. Where it ran on through such
+repeated until it settles): a call may have taken or returned it at any of them, but the nodes running a
+result on that were written before the call's last result ran in the call (exporters write nodes in the order
+they ran), and the last of them holds what it returned (a normalization repeated after it settled, before the
+call computed another result). Where it ran on through such
 a node after a call's result, the values that node computed from beside the result (not sizes, read where they
 are used) and what they were computed from, after the call began, may be the call's too. A value a call took
 also runs on unchanged through a node computing a value equal to it from it and anything else (a residual add
