@@ -289,8 +289,9 @@ def test_size_arithmetic_a_call_reads_from_before_it_began_other_than_its_inputs
 
 
 def test_a_result_equal_to_two_unrelated_values_bounds_nothing():
+    """relu(x), and max(x, 0 * x) computed apart (not a repeat of the first: another operator), equal to it."""
     graph, values = _run([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Abs", ["x"], ["b"]),
-                          helper.make_node("Relu", ["x"], ["c"])], X)
+                          helper.make_node("LeakyRelu", ["x"], ["c"], alpha=0.0)], X)
     events = [Event(True, "first", (("x", X),)), Event(False, "first", (("c", values["c"]),))]
     assert "first" in call_regions(graph, values, events, [X]).unbounded  # a or c: not settled
 
@@ -3148,3 +3149,32 @@ def test_a_result_run_on_before_the_calls_last_result_ran_in_the_call():
     assert {0, 1, 2, 3} <= region.nodes and not region.unsure & {1, 2}
     moved = hold_boundaries({0: "settle", 1: "", 2: "", 3: "settle", 4: ""}, boundaries, constant_nodes(graph), {})
     assert moved == {1: "settle", 2: "settle"}
+
+
+def test_a_repeat_of_the_node_holding_a_result_is_no_other_value_the_call_returned():
+    """inner returns exp(x) + sin(x) and its code computes that sum once more (an exporter that does not merge equal
+    values writes it twice): the second node repeats the first (one operator, the same inputs), so it holds no
+    value apart from the first's and inner is bounded, its result at the first. Two equal values computed apart
+    (a sum and a product that happen to agree) still leave it unsettled."""
+    graph, values = _run([
+        helper.make_node("Exp", ["x"], ["e"]),
+        helper.make_node("Sin", ["x"], ["s"]),
+        helper.make_node("Add", ["e", "s"], ["r1"]),
+        helper.make_node("Add", ["e", "s"], ["r2"]),
+        helper.make_node("Mul", ["r1", "r2"], ["z"]),
+    ], X)
+    events = [Event(True, "", (("x", X),)),
+              Event(True, "inner", (("x", X),)), Event(False, "inner", (("r", values["r1"]),)),
+              Event(False, "", (("z", values["z"]),))]
+    boundaries = call_regions(graph, values, events, [X])
+    assert "inner" not in boundaries.unbounded
+    (region,) = [region for region in boundaries.regions if region.module == "inner"]
+    assert 2 in region.nodes
+    apart, _ = _run([
+        helper.make_node("Exp", ["x"], ["e"]),
+        helper.make_node("Sin", ["x"], ["s"]),
+        helper.make_node("Add", ["e", "s"], ["r1"]),
+        helper.make_node("Sum", ["e", "s"], ["r2"]),
+        helper.make_node("Mul", ["r1", "r2"], ["z"]),
+    ], X)
+    assert "inner" in call_regions(apart, values, events, [X]).unbounded

@@ -947,6 +947,12 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
         own = [name for name in index.find(array) if producer[name] > known[given_key]]
         return bool(own) and taken not in nearest([taken, *own], array)
 
+    def repeats(later: int, earlier: int) -> bool:
+        """Whether node ``later`` computes what node ``earlier`` does: one operator, its attributes, the same inputs."""
+        first, second = graph.node[earlier], graph.node[later]
+        return (second.op_type, second.domain, list(second.input)) == (first.op_type, first.domain, list(first.input)) \
+            and [a.SerializeToString() for a in second.attribute] == [a.SerializeToString() for a in first.attribute]
+
     def copies(holders: list[int]) -> bool:
         """Whether the nodes holding a value are copies of data the file wrote more than once (a table written for
         each reader): none computes anything, so the value places none of them. Not where each holder passes
@@ -1177,7 +1183,8 @@ def call_regions(graph: "onnx.GraphProto", values: dict[str, "np.ndarray"], even
                             array.dtype.kind in "iu" and array.size <= 1 or is_input(array)  # may build such a
                             for _, array in inputs) else lambda later, earlier, taken: False,  # tensor itself)
                         model_given, bool(remade_at) and remade_at[-1] > began_at[position], made_later,
-                        returned_by, several, weights, made_after(position, start), runs_inner(event.module))
+                        returned_by, several, weights, made_after(position, start), runs_inner(event.module),
+                        repeats)
         if after is not None and calls_of[after] == 1:
             # a tensor it took met for the first time, held by one node alone (no earlier value equals it), was made
             # after the last call event: where that was the end of a call (of a module called once), after that call
@@ -1907,6 +1914,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
            weights: "set[Hashable] | frozenset[Hashable]" = frozenset(),
            made_after: Callable[[], int | None] = lambda: None,
            runs_inner: Callable[[int, Hashable], bool] = lambda node, key: False,
+           repeats: Callable[[int, int], bool] = lambda later, earlier: False,
            ) -> tuple[list[int], list[int], set[int]] | None:
     """One call's result nodes, the nodes its inputs came from and its unsure nodes; None where a value tells
     nothing (but a result of one number repeated may be held, see ``uniform_holder``), is not found (but an input
@@ -1965,7 +1973,10 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
     such a node is the first holding such a result, and the others are computed from it, the first of those others
     not passing it on holds it, as where the first holds an inner call's known result (a block returning its input
     plus a scaled difference of two of its children's results, each within rounding of that input: the second
-    child's node is its own).
+    child's node is its own). ``repeats``: whether a node computes what an earlier one does (one operator, its
+    attributes, the same inputs): it holds no value apart from the earlier one's, so of the values equal to a
+    result, a repeat of the first is no other that the call may have returned (code computing one sum twice,
+    written twice where the exporter does not merge equal values).
     """
     start, inner = span
     claimed, mark = claims
@@ -2121,7 +2132,7 @@ def _bound(outputs: tuple[Value, ...], inputs: tuple[Value, ...], span: tuple[in
             node = following[0]
             chain.append(node)
         others = [i for i in candidates[1:] if i not in chain]
-        apart = [i for i in others if not descends(i, candidates[0])]
+        apart = [i for i in others if not descends(i, candidates[0]) and not repeats(i, candidates[0])]
         first_inner = candidates[0] not in claimed and runs_inner(candidates[0], key)
         if others and (candidates[0] in claimed and not remade_inside or first_inner) and not apart:
             # the first holds a result of a call this one made, and the call returned another tensor, equal to it:
