@@ -115,3 +115,20 @@ def test_a_saved_random_model_loads_from_its_directory(tmp_path):
     load_model("preset:bert").model.save_pretrained(tmp_path / "saved")
     loaded = load_model(str(tmp_path / "saved"))
     assert type(loaded.model).__name__ == "BertModel" and loaded.tokenizer is None
+
+
+def test_a_model_returning_a_dict_keyed_by_numbers_exports_with_torchscript(tmp_path):
+    """Feature pyramids return {"0": ..., "1": ..., "pool": ...}; TorchScript takes no number as a value's name,
+    so those outputs are named output_0, output_1 and the export goes through."""
+    import onnx
+
+    from modelexport_core.export.exporters import export_torchscript
+
+    class Pyramid(torch.nn.Module):
+        def forward(self, x):
+            return {"0": x * 2, "1": x + 1, "pool": x.mean(dim=1)}
+
+    ctx = make_context(Pyramid().eval(), {"x": torch.randn(2, 3)})
+    assert ctx.output_names == ["output_0", "output_1", "pool"]
+    export_torchscript(ctx, tmp_path / "m.onnx")
+    assert [output.name for output in onnx.load(str(tmp_path / "m.onnx")).graph.output] == ctx.output_names

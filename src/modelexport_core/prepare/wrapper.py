@@ -113,8 +113,10 @@ def run_model(model: "torch.nn.Module", inputs: dict[str, "torch.Tensor"], by_ke
 
 
 def output_names(output: Any) -> list[str]:
-    """Names of the flattened tensors of a model output, made unique."""
-    return unique_names([name for name, _ in flatten_outputs(output)])
+    """Names of the flattened tensors of a model output, made unique; a name that is a number (a dict keyed
+    ``"0"``, as feature pyramids return) is prefixed ``output_``: TorchScript takes no number for a value's name."""
+    names = [name for name, _ in flatten_outputs(output)]
+    return unique_names([f"output_{name}" if name.isdigit() else name for name in names])
 
 
 def unique_names(names: list[str]) -> list[str]:
